@@ -1,0 +1,194 @@
+package nsguard
+
+// Shape is what Kubernetes cluster DNS reads a name as, relative to its zone.
+type Shape uint8
+
+// The shapes of names under a cluster zone Z, as the CoreDNS kubernetes plugin and kube-dns read them.
+const (
+	OutOfZone     Shape = iota // not under any zone
+	ZoneApex                   // Z
+	SvcApex                    // svc.Z
+	NamespaceApex              // <ns>.svc.Z: the search-path trap
+	Service                    // <svc>.<ns>.svc.Z
+	Endpoint                   // <endpoint>.<svc>.<ns>.svc.Z, and SRV names under a Service
+	Pod                        // pod.Z and below
+	Other                      // any other name in Z; cluster DNS answers NXDOMAIN
+)
+
+var shapeNames = [...]string{
+	OutOfZone:     "out-of-zone",
+	ZoneApex:      "zone-apex",
+	SvcApex:       "svc-apex",
+	NamespaceApex: "namespace-apex",
+	Service:       "service",
+	Endpoint:      "endpoint",
+	Pod:           "pod",
+	Other:         "other",
+}
+
+func (s Shape) String() string {
+	if int(s) < len(shapeNames) {
+		return shapeNames[s]
+	}
+	return "unknown"
+}
+
+// Name is a question name split the way cluster DNS reads it. Labels are slices of
+// the question, so they keep the client's case; compare them with strings.EqualFold.
+type Name struct {
+	Shape     Shape
+	Zone      string // the matching zone, as configured
+	Namespace string // for NamespaceApex, Service and Endpoint
+	Service   string // for Service and Endpoint
+	Endpoint  string // for Endpoint: the labels left of the Service (an endpoint, or _port._proto)
+}
+
+// Classify reads qname (presentation format, fully qualified) against zones (lower case,
+// fully qualified) and picks the longest zone that holds it. It does not allocate.
+func Classify(qname string, zones []string) Name {
+	zone := matchZone(qname, zones)
+	if zone == "" {
+		return Name{Shape: OutOfZone}
+	}
+	n := Name{Zone: zone, Shape: Other}
+	rest := qname[:len(qname)-len(zone)] // labels left of the zone, each with its trailing dot
+	if zone == "." {
+		rest = qname // the root's dot also ends the last label
+		if qname == "." {
+			rest = ""
+		}
+	}
+	if rest == "" {
+		n.Shape = ZoneApex
+		return n
+	}
+
+	// Up to six labels, right to left: kind (svc/pod), then namespace, service and the rest.
+	var labels [6]string
+	count := 0
+	left := rest
+	for rest != "" && count < len(labels) {
+		var l string
+		rest, l = lastLabel(rest)
+		if l == "" {
+			return n // an empty label: not a name cluster DNS defines
+		}
+		labels[count] = l
+		count++
+	}
+	if rest != "" {
+		return n // deeper than any name cluster DNS defines
+	}
+
+	switch {
+	case equalASCIIFold(labels[0], "pod"):
+		n.Shape = Pod
+		return n
+	case !equalASCIIFold(labels[0], "svc"):
+		return n
+	}
+
+	switch count {
+	case 1:
+		n.Shape = SvcApex
+	case 2:
+		if IsDNSLabel(labels[1]) {
+			n.Shape, n.Namespace = NamespaceApex, labels[1]
+		}
+	case 3, 4, 5:
+		if !IsDNSLabel(labels[1]) || !IsDNSLabel(labels[2]) {
+			return n
+		}
+		n.Namespace, n.Service = labels[1], labels[2]
+		if count == 3 {
+			n.Shape = Service
+			return n
+		}
+		// Endpoint names are one label; SRV port names are _port._proto or _proto.
+		n.Endpoint = left[:len(left)-len(labels[0])-len(labels[1])-len(labels[2])-4]
+		if count == 5 && (labels[3][0] != '_' || labels[4][0] != '_') {
+			return Name{Zone: zone, Shape: Other}
+		}
+		n.Shape = Endpoint
+	}
+	return n
+}
+
+// matchZone returns the longest zone that qname is equal to or below, or "".
+func matchZone(qname string, zones []string) string {
+	best := ""
+	for _, z := range zones {
+		if len(z) <= len(best) || len(qname) < len(z) {
+			continue
+		}
+		if !equalASCIIFold(qname[len(qname)-len(z):], z) {
+			continue
+		}
+		if z == "." || len(qname) == len(z) || isLabelEnd(qname, len(qname)-len(z)-1) {
+			best = z
+		}
+	}
+	return best
+}
+
+// lastLabel splits off the rightmost label of s, which ends in an unescaped dot.
+func lastLabel(s string) (rest, label string) {
+	end := len(s) - 1 // the trailing dot
+	for i := end - 1; i >= 0; i-- {
+		if s[i] == '.' && isLabelEnd(s, i) {
+			return s[:i+1], s[i+1 : end]
+		}
+	}
+	return "", s[:end]
+}
+
+// isLabelEnd reports whether the dot at s[i] ends a label, that is, it is not escaped.
+func isLabelEnd(s string, i int) bool {
+	if s[i] != '.' {
+		return false
+	}
+	backslashes := 0
+	for j := i - 1; j >= 0 && s[j] == '\\'; j-- {
+		backslashes++
+	}
+	return backslashes%2 == 0
+}
+
+// IsDNSLabel reports whether s is an RFC 1123 label, in any case: the names Kubernetes
+// gives namespaces and Services. Escaped or non-ASCII labels are never one.
+func IsDNSLabel(s string) bool {
+	if len(s) == 0 || len(s) > 63 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i] | 0x20 // ASCII lower case; digits and '-' are unchanged by it
+		switch {
+		case c >= 'a' && c <= 'z', s[i] >= '0' && s[i] <= '9':
+		case s[i] == '-' && i > 0 && i < len(s)-1:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// equalASCIIFold is strings.EqualFold for DNS names: ASCII letters only, so it never decodes UTF-8.
+func equalASCIIFold(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		x, y := a[i], b[i]
+		if x != y && lowerASCII(x) != lowerASCII(y) {
+			return false
+		}
+	}
+	return true
+}
+
+func lowerASCII(c byte) byte {
+	if c >= 'A' && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
+}

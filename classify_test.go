@@ -1,0 +1,108 @@
+package nsguard
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestClassify(t *testing.T) {
+	zones := []string{"cluster.local.", "example.org."}
+	tests := []struct {
+		qname string
+		zones []string
+		want  Name
+	}{
+		{"my-app.svc.cluster.local.", nil, Name{Shape: NamespaceApex, Zone: "cluster.local.", Namespace: "my-app"}},
+		{"My-App.SVC.Cluster.LOCAL.", nil, Name{Shape: NamespaceApex, Zone: "cluster.local.", Namespace: "My-App"}},
+		{"my-app.svc.example.org.", nil, Name{Shape: NamespaceApex, Zone: "example.org.", Namespace: "my-app"}},
+		{"my-app.new-namespace-2.svc.cluster.local.", nil, Name{Shape: Service, Zone: "cluster.local.", Namespace: "new-namespace-2", Service: "my-app"}},
+		{"web-0.nginx.default.svc.cluster.local.", nil, Name{Shape: Endpoint, Zone: "cluster.local.", Namespace: "default", Service: "nginx", Endpoint: "web-0"}},
+		{"10-244-1-5.nginx.default.svc.cluster.local.", nil, Name{Shape: Endpoint, Zone: "cluster.local.", Namespace: "default", Service: "nginx", Endpoint: "10-244-1-5"}},
+		{"_https._tcp.my-app.ns.svc.cluster.local.", nil, Name{Shape: Endpoint, Zone: "cluster.local.", Namespace: "ns", Service: "my-app", Endpoint: "_https._tcp"}},
+		{"_tcp.my-app.ns.svc.cluster.local.", nil, Name{Shape: Endpoint, Zone: "cluster.local.", Namespace: "ns", Service: "my-app", Endpoint: "_tcp"}},
+		{"a.b.my-app.ns.svc.cluster.local.", nil, Name{Shape: Other, Zone: "cluster.local."}},
+		{"x.y.z.my-app.ns.svc.cluster.local.", nil, Name{Shape: Other, Zone: "cluster.local."}},
+		{"svc.cluster.local.", nil, Name{Shape: SvcApex, Zone: "cluster.local."}},
+		{"cluster.local.", nil, Name{Shape: ZoneApex, Zone: "cluster.local."}},
+		{"CLUSTER.local.", nil, Name{Shape: ZoneApex, Zone: "cluster.local."}},
+		{"pod.cluster.local.", nil, Name{Shape: Pod, Zone: "cluster.local."}},
+		{"10-244-1-5.default.pod.cluster.local.", nil, Name{Shape: Pod, Zone: "cluster.local."}},
+		{"my-app.cluster.local.", nil, Name{Shape: Other, Zone: "cluster.local."}},
+		{"my-app.corp.example.", nil, Name{Shape: OutOfZone}},
+		{"notcluster.local.", nil, Name{Shape: OutOfZone}},
+		{"my-app.svc.cluster.local", nil, Name{Shape: OutOfZone}}, // not fully qualified
+		{"", nil, Name{Shape: OutOfZone}},
+		{".", nil, Name{Shape: OutOfZone}},
+		{`my\.app.svc.cluster.local.`, nil, Name{Shape: Other, Zone: "cluster.local."}},
+		{`my-app\.svc.cluster.local.`, nil, Name{Shape: Other, Zone: "cluster.local."}},
+		{`my-app.svc\.cluster.local.`, nil, Name{Shape: OutOfZone}},
+		{`my\000app.svc.cluster.local.`, nil, Name{Shape: Other, Zone: "cluster.local."}},
+		{"mý-app.svc.cluster.local.", nil, Name{Shape: Other, Zone: "cluster.local."}},
+		{"*.svc.cluster.local.", nil, Name{Shape: Other, Zone: "cluster.local."}},
+		{"-app.svc.cluster.local.", nil, Name{Shape: Other, Zone: "cluster.local."}},
+		{"my-app..svc.cluster.local.", nil, Name{Shape: Other, Zone: "cluster.local."}},
+		{strings.Repeat("a", 64) + ".svc.cluster.local.", nil, Name{Shape: Other, Zone: "cluster.local."}},
+		{strings.Repeat("a", 63) + ".svc.cluster.local.", nil, Name{Shape: NamespaceApex, Zone: "cluster.local.", Namespace: strings.Repeat("a", 63)}},
+		// The root zone, and the longest of nested zones.
+		{"my-app.svc.", []string{"."}, Name{Shape: NamespaceApex, Zone: ".", Namespace: "my-app"}},
+		{"my-app.svc.cluster.local.", []string{"."}, Name{Shape: Other, Zone: "."}},
+		{"my-app.svc.cluster.local.", []string{"local.", "cluster.local."}, Name{Shape: NamespaceApex, Zone: "cluster.local.", Namespace: "my-app"}},
+		{"my-app.svc.cluster.local.", []string{"cluster.local.", "local."}, Name{Shape: NamespaceApex, Zone: "cluster.local.", Namespace: "my-app"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.qname, func(t *testing.T) {
+			z := tc.zones
+			if z == nil {
+				z = zones
+			}
+			if got := Classify(tc.qname, z); got != tc.want {
+				t.Errorf("Classify(%q) = %+v, want %+v", tc.qname, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestClassifyDoesNotAllocate(t *testing.T) {
+	zones := []string{"cluster.local."}
+	for _, qname := range []string{"my-app.svc.cluster.local.", "_https._tcp.my-app.ns.svc.cluster.local.", "My-App.corp.example."} {
+		if n := testing.AllocsPerRun(100, func() { Classify(qname, zones) }); n != 0 {
+			t.Errorf("Classify(%q) allocates %v times, want 0", qname, n)
+		}
+	}
+}
+
+func TestIsDNSLabel(t *testing.T) {
+	tests := []struct {
+		label string
+		want  bool
+	}{
+		{"my-app", true}, {"My-App", true}, {"a", true}, {"0", true}, {"a1-b2", true},
+		{strings.Repeat("x", 63), true}, {strings.Repeat("x", 64), false},
+		{"", false}, {"-a", false}, {"a-", false}, {"a_b", false}, {"a.b", false}, {`a\.b`, false},
+		{"mý", false}, {"*", false}, {"@", false}, {"[", false}, {"`", false}, {"{", false},
+	}
+	for _, tc := range tests {
+		if got := IsDNSLabel(tc.label); got != tc.want {
+			t.Errorf("IsDNSLabel(%q) = %v, want %v", tc.label, got, tc.want)
+		}
+	}
+}
+
+func TestShapeString(t *testing.T) {
+	for s := OutOfZone; s <= Other; s++ {
+		if s.String() == "unknown" || s.String() == "" {
+			t.Errorf("shape %d has no name", s)
+		}
+	}
+	if Shape(200).String() != "unknown" {
+		t.Error("an unknown shape must say so")
+	}
+}
+
+func TestClassifyRootZone(t *testing.T) {
+	got := Classify("web-0.nginx.default.svc.", []string{"."})
+	want := Name{Shape: Endpoint, Zone: ".", Namespace: "default", Service: "nginx", Endpoint: "web-0"}
+	if got != want {
+		t.Errorf("got %+v, want %+v", got, want)
+	}
+}
