@@ -1,0 +1,61 @@
+package nsguard
+
+import (
+	"github.com/miekg/dns"
+)
+
+// negativeTTL is the TTL of the SOA nsguard makes when the answer it refuses carried none;
+// it matches the kubernetes plugin's default TTL.
+const negativeTTL = 5
+
+// refusal is the answer given in place of res: the query's ID, question and flags, the
+// rcode, the zone's SOA for negative caching, no answer records and no signatures.
+// res is only read: it may also sit in cache.
+func refusal(r, res *dns.Msg, rcode int, zone string) *dns.Msg {
+	m := new(dns.Msg)
+	m.SetRcode(r, rcode) // ID, opcode, RD, CD and the question as the client asked it
+	m.Authoritative = res.Authoritative
+	m.RecursionAvailable = res.RecursionAvailable
+	m.Ns = []dns.RR{soa(res, zone)}
+	if opt := r.IsEdns0(); opt != nil {
+		m.Extra = []dns.RR{replyOPT(opt, res.IsEdns0())}
+	}
+	return m
+}
+
+// soa returns a copy of the SOA res carried in its authority section, or one made for zone.
+func soa(res *dns.Msg, zone string) dns.RR {
+	for _, rr := range res.Ns {
+		if s, ok := rr.(*dns.SOA); ok {
+			return dns.Copy(s)
+		}
+	}
+	return &dns.SOA{
+		Hdr:     dns.RR_Header{Name: zone, Rrtype: dns.TypeSOA, Class: dns.ClassINET, Ttl: negativeTTL},
+		Ns:      dnsJoin("ns.dns", zone),
+		Mbox:    dnsJoin("hostmaster", zone),
+		Serial:  1,
+		Refresh: 7200,
+		Retry:   1800,
+		Expire:  86400,
+		Minttl:  negativeTTL,
+	}
+}
+
+// replyOPT is the OPT of the refusal: the upstream's when it sent one, else one that mirrors the query's.
+func replyOPT(query, upstream *dns.OPT) *dns.OPT {
+	if upstream != nil {
+		return dns.Copy(upstream).(*dns.OPT)
+	}
+	o := &dns.OPT{Hdr: dns.RR_Header{Name: ".", Rrtype: dns.TypeOPT}}
+	o.SetUDPSize(query.UDPSize())
+	o.SetDo(query.Do())
+	return o
+}
+
+func dnsJoin(label, zone string) string {
+	if zone == "." {
+		return label + "."
+	}
+	return label + "." + zone
+}
