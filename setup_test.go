@@ -1,0 +1,119 @@
+package nsguard
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coredns/caddy"
+	"github.com/coredns/coredns/core/dnsserver"
+	"github.com/coredns/coredns/plugin"
+
+	"github.com/miekg/dns"
+)
+
+func TestSetup(t *testing.T) {
+	defaults := func(change func(*config)) config {
+		cfg := config{zones: []string{"cluster.local."}, mode: ModeLog, rcode: dns.RcodeNameError,
+			allowNamespaces: map[string]struct{}{}, logInterval: time.Minute, logLimit: 10}
+		if change != nil {
+			change(&cfg)
+		}
+		return cfg
+	}
+	tests := []struct {
+		name     string
+		corefile string
+		want     config
+		wantErr  string // every error names the plugin and the offending token
+	}{
+		{"bare", `nsguard`, defaults(nil), ""},
+		{"empty block", "nsguard {\n}", defaults(nil), ""},
+		{"zone", `nsguard cluster.local`, defaults(nil), ""},
+		{"subzone", `nsguard svc.cluster.local`, defaults(func(c *config) { c.zones = []string{"svc.cluster.local."} }), ""},
+		{"zone case", `nsguard Cluster.Local.`, defaults(nil), ""},
+		{"refuse", "nsguard {\n mode refuse\n}", defaults(func(c *config) { c.mode = ModeRefuse }), ""},
+		{"refuse REFUSED", "nsguard {\n mode refuse\n rcode REFUSED\n}", defaults(func(c *config) { c.mode = ModeRefuse; c.rcode = dns.RcodeRefused }), ""},
+		{"refuse nxdomain lower case", "nsguard {\n mode REFUSE\n rcode nxdomain\n}", defaults(func(c *config) { c.mode = ModeRefuse }), ""},
+		{"log", "nsguard {\n mode log\n}", defaults(nil), ""},
+		{"allow", "nsguard {\n allow namespace my-app Legacy\n allow namespace kube-system\n}", defaults(func(c *config) {
+			c.allowNamespaces = map[string]struct{}{"my-app": {}, "legacy": {}, "kube-system": {}}
+		}), ""},
+		{"log limits", "nsguard {\n log_interval 5m\n log_limit 50\n}", defaults(func(c *config) { c.logInterval = 5 * time.Minute; c.logLimit = 50 }), ""},
+
+		{"unknown property", "nsguard {\n mdoe refuse\n}", config{}, `unknown property "mdoe"`},
+		{"missing mode", "nsguard {\n mode\n}", config{}, `after 'mode'`},
+		{"two modes", "nsguard {\n mode log refuse\n}", config{}, `after 'refuse'`},
+		{"bad mode", "nsguard {\n mode block\n}", config{}, `unknown mode "block"`},
+		{"bad rcode", "nsguard {\n rcode SERVFAIL\n}", config{}, `unknown rcode "SERVFAIL"`},
+		{"missing rcode", "nsguard {\n rcode\n}", config{}, `after 'rcode'`},
+		{"mode twice", "nsguard {\n mode log\n mode refuse\n}", config{}, `property "mode" given twice`},
+		{"allow without names", "nsguard {\n allow namespace\n}", config{}, `after 'namespace'`},
+		{"allow unknown kind", "nsguard {\n allow service my-app\n}", config{}, `unknown allow kind "service"`},
+		{"allow bad name", "nsguard {\n allow namespace my_app\n}", config{}, `invalid namespace name "my_app"`},
+		{"bad log_interval", "nsguard {\n log_interval soon\n}", config{}, `invalid log_interval "soon"`},
+		{"zero log_interval", "nsguard {\n log_interval 0s\n}", config{}, `invalid log_interval "0s"`},
+		{"bad log_limit", "nsguard {\n log_limit 0\n}", config{}, `invalid log_limit "0"`},
+		{"zone outside server block", `nsguard example.org`, config{}, `zone "example.org" is not under the server block's zones cluster.local.`},
+		{"parent zone", `nsguard local`, config{}, `zone "local" is not under`},
+		{"invalid zone", `nsguard http://`, config{}, `invalid zone "http://"`},
+		{"duplicate block", "nsguard\nnsguard", config{}, `only be used once per Server Block`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := caddy.NewTestController("dns", tc.corefile)
+			c.ServerBlockKeys = []string{"cluster.local:53"}
+			err := setup(c)
+			if tc.wantErr != "" {
+				if err == nil {
+					t.Fatalf("want error %q, got none", tc.wantErr)
+				}
+				if !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), "plugin/nsguard") {
+					t.Errorf("error %q, want it to name plugin/nsguard and contain %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("unexpected error: %v", err)
+			}
+			c = caddy.NewTestController("dns", tc.corefile)
+			c.ServerBlockKeys = []string{"cluster.local:53"}
+			got, _ := parse(c)
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("parse = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestSetupInstallsHandler(t *testing.T) {
+	c := caddy.NewTestController("dns", "nsguard {\n mode refuse\n}")
+	c.ServerBlockKeys = []string{"cluster.local:53"}
+	if err := setup(c); err != nil {
+		t.Fatal(err)
+	}
+	plugins := dnsserver.GetConfig(c).Plugin
+	if len(plugins) != 1 {
+		t.Fatalf("%d plugins installed, want 1", len(plugins))
+	}
+	h, ok := plugins[0](nil).(*NSGuard)
+	if !ok || h.mode != ModeRefuse || h.Name() != "nsguard" {
+		t.Errorf("installed %#v, want an nsguard handler in mode refuse", plugins[0](nil))
+	}
+}
+
+func TestSetupServerBlockZones(t *testing.T) {
+	c := caddy.NewTestController("dns", "nsguard")
+	c.ServerBlockKeys = []string{"cluster.local:53", "Example.ORG:53"}
+	cfg, err := parse(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"cluster.local.", "example.org."}; !reflect.DeepEqual(cfg.zones, want) {
+		t.Errorf("zones %v, want the server block's %v", cfg.zones, want)
+	}
+	if !plugin.Zones(cfg.zones).Contains("my-app.svc.example.org.") {
+		t.Error("zones do not hold a name in the second server zone")
+	}
+}
