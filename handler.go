@@ -79,7 +79,7 @@ func (g *NSGuard) serveNamespaceApex(ctx context.Context, w dns.ResponseWriter, 
 		action = actionRefused
 	}
 	server := metrics.WithServer(ctx)
-	namespaceApexAnswers.WithLabelValues(server, n.Zone, metrics.WithView(ctx), answer, action).Inc()
+	apexCounters.get(apexLabels{server, n.Zone, metrics.WithView(ctx), answer, action}).Inc()
 
 	switch action {
 	case actionAllowed:

@@ -29,7 +29,7 @@ func newLogLimiter(interval time.Duration, limit int) *logLimiter {
 
 // allow reports whether a line for key may be logged now. If so, it also returns how many
 // lines were held back since the last one; if not, it returns why.
-func (l *logLimiter) allow(key string) (ok bool, suppressed uint64, reason string) {
+func (l *logLimiter) allow(key []byte) (ok bool, suppressed uint64, reason string) {
 	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -38,7 +38,7 @@ func (l *logLimiter) allow(key string) (ok bool, suppressed uint64, reason strin
 		l.second, l.lines = s, 0
 		l.forget(now)
 	}
-	if last, seen := l.logged[key]; seen && now.Sub(last) < l.interval {
+	if last, seen := l.logged[string(key)]; seen && now.Sub(last) < l.interval {
 		l.suppressed++
 		return false, 0, reasonRepeat
 	}
@@ -47,7 +47,7 @@ func (l *logLimiter) allow(key string) (ok bool, suppressed uint64, reason strin
 		return false, 0, reasonLimit
 	}
 	l.lines++
-	l.logged[key] = now
+	l.logged[string(key)] = now
 	suppressed, l.suppressed = l.suppressed, 0
 	return true, suppressed, ""
 }

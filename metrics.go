@@ -1,6 +1,10 @@
 package nsguard
 
 import (
+	"maps"
+	"sync"
+	"sync/atomic"
+
 	"github.com/coredns/coredns/plugin"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -37,4 +41,50 @@ const (
 
 	reasonRepeat = "repeat"
 	reasonLimit  = "limit"
+)
+
+// counterCache keeps the counters of a vector by their label values, so the query path
+// reads a map instead of hashing and validating labels on every answer. The set of
+// label values is small and fixed by the configuration, so the map is copied on write.
+type counterCache[K comparable] struct {
+	create func(K) prometheus.Counter
+	mu     sync.Mutex
+	m      atomic.Pointer[map[K]prometheus.Counter]
+}
+
+func (c *counterCache[K]) get(k K) prometheus.Counter {
+	if m := c.m.Load(); m != nil {
+		if ctr, ok := (*m)[k]; ok {
+			return ctr
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	old := c.m.Load()
+	if old != nil {
+		if ctr, ok := (*old)[k]; ok {
+			return ctr
+		}
+	}
+	m := make(map[K]prometheus.Counter)
+	if old != nil {
+		maps.Copy(m, *old)
+	}
+	ctr := c.create(k)
+	m[k] = ctr
+	c.m.Store(&m)
+	return ctr
+}
+
+type apexLabels struct{ server, zone, view, answer, action string }
+
+type suppressedLabels struct{ server, reason string }
+
+var (
+	apexCounters = &counterCache[apexLabels]{create: func(l apexLabels) prometheus.Counter {
+		return namespaceApexAnswers.WithLabelValues(l.server, l.zone, l.view, l.answer, l.action)
+	}}
+	suppressedCounters = &counterCache[suppressedLabels]{create: func(l suppressedLabels) prometheus.Counter {
+		return logLinesSuppressed.WithLabelValues(l.server, l.reason)
+	}}
 )

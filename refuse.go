@@ -12,13 +12,29 @@ const negativeTTL = 5
 // rcode, the zone's SOA for negative caching, no answer records and no signatures.
 // res is only read: it may also sit in cache.
 func refusal(r, res *dns.Msg, rcode int, zone string) *dns.Msg {
-	m := new(dns.Msg)
-	m.SetRcode(r, rcode) // ID, opcode, RD, CD and the question as the client asked it
+	// One allocation for the message and its sections: this runs for every refused query.
+	a := &struct {
+		m     dns.Msg
+		q     [1]dns.Question
+		ns    [1]dns.RR
+		extra [1]dns.RR
+	}{}
+	m := &a.m
+	m.Id = r.Id
+	m.Response = true
+	m.Opcode = r.Opcode
+	m.RecursionDesired = r.RecursionDesired
+	m.CheckingDisabled = r.CheckingDisabled
 	m.Authoritative = res.Authoritative
 	m.RecursionAvailable = res.RecursionAvailable
-	m.Ns = []dns.RR{soa(res, zone)}
+	m.Rcode = rcode
+	a.q[0] = r.Question[0] // as the client asked it, case included
+	m.Question = a.q[:]
+	a.ns[0] = soa(res, zone)
+	m.Ns = a.ns[:]
 	if opt := r.IsEdns0(); opt != nil {
-		m.Extra = []dns.RR{replyOPT(opt, res.IsEdns0())}
+		a.extra[0] = replyOPT(opt, res.IsEdns0())
+		m.Extra = a.extra[:]
 	}
 	return m
 }

@@ -13,15 +13,35 @@ const maxLoggedRecords = 5
 
 // report logs one line for an answer that came through a namespace apex, within the log limits.
 func (g *NSGuard) report(server string, w dns.ResponseWriter, r *dns.Msg, n Name, res *dns.Msg, answer, action string) {
-	client := clientIP(w)
 	q := r.Question[0]
-	qtype := dns.Type(q.Qtype).String()
-	ok, suppressed, reason := g.limiter.allow(client + " " + strings.ToLower(q.Name) + " " + qtype)
+	var buf [300]byte // a name is at most 255 octets
+	ok, suppressed, reason := g.limiter.allow(limitKey(buf[:0], w, q))
 	if !ok {
-		logLinesSuppressed.WithLabelValues(server, reason).Inc()
+		suppressedCounters.get(suppressedLabels{server, reason}).Inc()
 		return
 	}
-	log.Warning(formatFinding(client, q.Name, qtype, n, res, answer, action, g.mode, suppressed))
+	log.Warning(formatFinding(clientIP(w), q.Name, dns.Type(q.Qtype).String(), n, res, answer, action, g.mode, suppressed))
+}
+
+// limitKey appends what makes a question the same for the log limits: the client's address,
+// the name in lower case (resolvers randomise case) and the type. It does not allocate.
+func limitKey(buf []byte, w dns.ResponseWriter, q dns.Question) []byte {
+	var ip net.IP
+	switch a := w.RemoteAddr().(type) {
+	case *net.UDPAddr:
+		ip = a.IP
+	case *net.TCPAddr:
+		ip = a.IP
+	}
+	if ip4 := ip.To4(); ip4 != nil {
+		ip = ip4 // the same client over UDP and TCP
+	}
+	buf = append(buf, ip...)
+	buf = append(buf, 0)
+	for i := 0; i < len(q.Name); i++ {
+		buf = append(buf, lowerASCII(q.Name[i]))
+	}
+	return append(buf, byte(q.Qtype>>8), byte(q.Qtype))
 }
 
 // formatFinding says who asked, what they most likely typed, what they got, and what to change.

@@ -64,9 +64,14 @@ var upstreams = map[string]func() *upstream{
 			m := reply(r, dns.RcodeSuccess)
 			m.Authoritative = false
 			m.RecursionAvailable = true
+			owner := "my-app.svc.cluster.local."
+			if len(r.Question) > 0 {
+				owner = r.Question[0].Name
+			}
 			m.Answer = []dns.RR{
-				test.CNAME(r.Question[0].Name + " 30 IN CNAME other-app-1.example.net."),
-				test.RRSIG(r.Question[0].Name + " 30 IN RRSIG CNAME 8 4 30 20300101000000 20200101000000 12345 cluster.local. c2lnbmF0dXJl"),
+				&dns.CNAME{Hdr: dns.RR_Header{Name: owner, Rrtype: dns.TypeCNAME, Class: dns.ClassINET, Ttl: 30}, Target: "other-app-1.example.net."},
+				&dns.RRSIG{Hdr: dns.RR_Header{Name: owner, Rrtype: dns.TypeRRSIG, Class: dns.ClassINET, Ttl: 30}, TypeCovered: dns.TypeCNAME,
+					Algorithm: 8, Labels: 4, OrigTtl: 30, Expiration: 1893456000, Inception: 1577836800, KeyTag: 12345, SignerName: "cluster.local.", Signature: "c2lnbmF0dXJl"},
 				test.A("other-app-1.example.net. 30 IN A 192.0.2.11"),
 				test.A("other-app-2.example.net. 30 IN A 192.0.2.12"),
 			}

@@ -1,0 +1,105 @@
+package nsguard
+
+import (
+	"context"
+	"net"
+	"testing"
+
+	"github.com/coredns/coredns/plugin"
+	"github.com/coredns/coredns/plugin/test"
+
+	"github.com/miekg/dns"
+)
+
+// writeOnce is a trivial next handler: it writes one prepared answer.
+type writeOnce struct{ res *dns.Msg }
+
+func (h writeOnce) Name() string { return "next" }
+func (h writeOnce) ServeDNS(_ context.Context, w dns.ResponseWriter, _ *dns.Msg) (int, error) {
+	w.WriteMsg(h.res)
+	return dns.RcodeSuccess, nil
+}
+
+// fixedAddr is a writer whose client address is already parsed, as a real server's is.
+type fixedAddr struct {
+	test.ResponseWriter
+	addr net.Addr
+}
+
+func (w *fixedAddr) RemoteAddr() net.Addr { return w.addr }
+
+func newWriter() *fixedAddr {
+	return &fixedAddr{addr: &net.UDPAddr{IP: net.IPv4(10, 244, 1, 5), Port: 40212}}
+}
+
+// BenchmarkServeDNS compares nsguard with the next handler alone. The baseline goes through
+// plugin.NextOrFailure, as the plugin before nsguard would call the next one without it.
+func BenchmarkServeDNS(b *testing.B) {
+	ctx := context.Background()
+	w := newWriter()
+	zones := []string{"cluster.local."}
+	cases := []struct {
+		name  string
+		qname string
+	}{
+		{"out-of-zone", "my-app.corp.example."},
+		{"service", "my-app.new-namespace-2.svc.cluster.local."},
+		{"namespace-apex", "my-app.svc.cluster.local."},
+	}
+	for _, c := range cases {
+		r := query(c.qname, dns.TypeA, noEDNS)
+		res := reply(r, dns.RcodeSuccess)
+		res.Ns = []dns.RR{test.SOA(clusterSOA)}
+		next := writeOnce{res}
+
+		b.Run(c.name+"/next-alone", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				plugin.NextOrFailure("previous", next, ctx, w, r)
+			}
+		})
+		for _, mode := range []Mode{ModeLog, ModeRefuse} {
+			if c.name != "namespace-apex" && mode == ModeRefuse {
+				continue // the same path as log: nothing is held
+			}
+			g := New(testConfig(zones, mode, dns.RcodeNameError))
+			g.Next = next
+			b.Run(c.name+"/nsguard-"+mode.String(), func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					g.ServeDNS(ctx, w, r)
+				}
+			})
+		}
+	}
+}
+
+func BenchmarkClassify(b *testing.B) {
+	zones := []string{"cluster.local."}
+	for _, qname := range []string{"my-app.corp.example.", "My-App.svc.cluster.local.", "_https._tcp.my-app.ns.svc.cluster.local."} {
+		b.Run(qname, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				Classify(qname, zones)
+			}
+		})
+	}
+}
+
+// TestPassThroughDoesNotAllocate holds the zero-allocation promise of the pass-through path:
+// nsguard adds nothing to what calling the next plugin costs.
+func TestPassThroughDoesNotAllocate(t *testing.T) {
+	ctx := context.Background()
+	w := &test.ResponseWriter{}
+	for _, qname := range []string{"my-app.corp.example.", "my-app.new-namespace-2.svc.cluster.local.", "web-0.nginx.default.svc.cluster.local."} {
+		r := query(qname, dns.TypeA, noEDNS)
+		next := writeOnce{reply(r, dns.RcodeSuccess)}
+		g := New(testConfig([]string{"cluster.local."}, ModeRefuse, dns.RcodeNameError))
+		g.Next = next
+		alone := testing.AllocsPerRun(100, func() { plugin.NextOrFailure("previous", next, ctx, w, r) })
+		with := testing.AllocsPerRun(100, func() { g.ServeDNS(ctx, w, r) })
+		if with != alone {
+			t.Errorf("%s: %v allocs with nsguard, %v with the next handler alone", qname, with, alone)
+		}
+	}
+}
