@@ -52,7 +52,7 @@ func BenchmarkServeDNS(b *testing.B) {
 		res.Ns = []dns.RR{test.SOA(clusterSOA)}
 		next := writeOnce{res}
 
-		b.Run(c.name+"/next-alone", func(b *testing.B) {
+		b.Run("path="+c.name+"/handler=next-alone", func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				plugin.NextOrFailure("previous", next, ctx, w, r)
@@ -64,7 +64,7 @@ func BenchmarkServeDNS(b *testing.B) {
 			}
 			g := New(testConfig(zones, mode, dns.RcodeNameError))
 			g.Next = next
-			b.Run(c.name+"/nsguard-"+mode.String(), func(b *testing.B) {
+			b.Run("path="+c.name+"/handler=nsguard-"+mode.String(), func(b *testing.B) {
 				b.ReportAllocs()
 				for b.Loop() {
 					g.ServeDNS(ctx, w, r)

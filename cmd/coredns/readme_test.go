@@ -2,36 +2,67 @@ package main
 
 import (
 	"bufio"
+	"bytes"
+	"context"
+	"fmt"
 	"net"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/coredns/caddy"
-	"github.com/coredns/coredns/core/dnsserver"
-	"github.com/coredns/coredns/test"
+	"time"
 )
 
-// TestReadme starts every Corefile example in README.md with the CoreDNS built here.
+// TestReadme starts every Corefile example in README.md with the CoreDNS built here, each
+// in a process of its own, as an operator would: one process per Corefile, like a real start.
 func TestReadme(t *testing.T) {
 	examples := corefiles(t, "../../README.md")
 	if len(examples) < 3 {
 		t.Fatalf("found %d corefile examples in README.md, want at least 3", len(examples))
 	}
-	caddy.Quiet, dnsserver.Quiet = true, true
 	for i, corefile := range examples {
-		_, port, _ := net.SplitHostPort(freePort(t))
-		dnsserver.Port = port
-		srv, err := caddy.Start(test.NewInput(withoutCluster(corefile)))
-		if err != nil {
-			t.Errorf("example %d does not start: %v\n%s", i+1, err, corefile)
-			continue
-		}
-		srv.Stop()
-		srv.ShutdownCallbacks()
+		t.Run(strconv.Itoa(i+1), func(t *testing.T) {
+			t.Parallel()
+			conf := filepath.Join(t.TempDir(), "Corefile")
+			if err := os.WriteFile(conf, []byte(withoutCluster(corefile)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, port, _ := net.SplitHostPort(freePort(t))
+			if err := startCoreDNS(t, "-conf", conf, "-dns.port", port); err != nil {
+				t.Errorf("example %d does not start: %v\n%s", i+1, err, corefile)
+			}
+		})
 	}
-	dnsserver.Port = dnsserver.DefaultPort
+}
+
+// startCoreDNS runs this test binary as CoreDNS (see TestMain) until it reports that it serves.
+func startCoreDNS(t *testing.T, args ...string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], args...)
+	cmd.Env = append(os.Environ(), runAsCoreDNS+"=1")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	defer func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	}()
+	for s := bufio.NewScanner(stdout); s.Scan(); {
+		if strings.HasPrefix(s.Text(), "CoreDNS-") {
+			return nil // printed once every server is up
+		}
+	}
+	return fmt.Errorf("exited before serving: %s", stderr.String())
 }
 
 // corefiles returns the blocks fenced with "~~~ corefile", as CoreDNS's own README test reads them.

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the tests and the demo need, and only those that are missing.
+set -euo pipefail
+
+# package:command that proves it is there
+wanted=(
+  musl-tools:musl-gcc
+  dnsutils:dig
+  dnsperf:dnsperf
+  util-linux:unshare
+  gcc:gcc
+)
+
+missing=()
+for w in "${wanted[@]}"; do
+  pkg=${w%%:*} cmd=${w#*:}
+  command -v "$cmd" >/dev/null 2>&1 || missing+=("$pkg")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "missing Debian packages: ${missing[*]}" >&2
+  echo "run as root, or install them first: sudo apt-get install -y ${missing[*]}" >&2
+  exit 1
+fi
+echo "installing Debian packages: ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq "${missing[@]}" >/dev/null
