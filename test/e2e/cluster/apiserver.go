@@ -1,0 +1,42 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+)
+
+// apiserverArgs are the flags of a controller-less apiserver on loopback.
+func (cp *ControlPlane) apiserverArgs() []string {
+	d := cp.workDir
+	return []string{
+		fmt.Sprintf("--etcd-servers=http://127.0.0.1:%d", cp.etcdPort),
+		"--bind-address=127.0.0.1",
+		"--advertise-address=127.0.0.1",
+		fmt.Sprintf("--secure-port=%d", cp.apiPort),
+		"--cert-dir=" + filepath.Join(d, "certs"), // self-signed serving cert
+		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--service-account-key-file=" + filepath.Join(d, "sa.pub"),
+		"--service-account-signing-key-file=" + filepath.Join(d, "sa.key"),
+		"--token-auth-file=" + filepath.Join(d, "tokens.csv"),
+		"--authorization-mode=RBAC",
+		"--service-cluster-ip-range=" + ServiceCIDR,
+		"--endpoint-reconciler-type=none",            // a loopback advertise address is refused otherwise
+		"--disable-admission-plugins=ServiceAccount", // no controller creates default ServiceAccounts
+		"--enable-priority-and-fairness=false",
+	}
+}
+
+// startAPIServer starts kube-apiserver and waits for /readyz.
+func (cp *ControlPlane) startAPIServer(ctx context.Context) (*process, error) {
+	logPath := filepath.Join(cp.workDir, "kube-apiserver.log")
+	p, err := startProcess("kube-apiserver", filepath.Join(cp.binDir, "kube-apiserver"), logPath, cp.apiserverArgs()...)
+	if err != nil {
+		return nil, err
+	}
+	if err := waitHTTP(ctx, p, cp.Server+"/readyz", cp.Token, "ok"); err != nil {
+		p.stop(0)
+		return nil, fmt.Errorf("%w\n--- tail of %s ---\n%s", err, logPath, tail(logPath, 40))
+	}
+	return p, nil
+}

@@ -1,0 +1,140 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+// ServiceCIDR is the apiserver's --service-cluster-ip-range.
+const ServiceCIDR = "10.96.0.0/16"
+
+// Grace periods before SIGKILL. etcd's data is throwaway, so it gets none.
+const (
+	apiserverGrace = 5 * time.Second
+	etcdGrace      = 0
+)
+
+// ControlPlane is a running etcd and kube-apiserver on loopback.
+type ControlPlane struct {
+	Kubeconfig string // path of workDir/kubeconfig
+	Server     string // https://127.0.0.1:PORT
+	Token      string // bearer token of a system:masters user
+
+	binDir, workDir   string
+	etcdPort, apiPort int
+	clientset         kubernetes.Interface
+	restConfig        *rest.Config
+
+	mu        sync.Mutex
+	etcd, api *process
+	stopped   bool
+}
+
+// Start starts etcd and kube-apiserver from binDir, with their state and logs
+// (etcd.log, kube-apiserver.log) in workDir, and waits until /readyz is ok.
+// On error nothing is left running. Stop must be called (see package doc).
+func Start(ctx context.Context, binDir, workDir string) (_ *ControlPlane, err error) {
+	if binDir, err = filepath.Abs(binDir); err != nil {
+		return nil, err
+	}
+	if workDir, err = filepath.Abs(workDir); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(workDir, 0o755); err != nil {
+		return nil, err
+	}
+	ports, err := freePorts(3)
+	if err != nil {
+		return nil, err
+	}
+	cp := &ControlPlane{
+		Kubeconfig: filepath.Join(workDir, "kubeconfig"),
+		Server:     fmt.Sprintf("https://127.0.0.1:%d", ports[2]),
+		binDir:     binDir, workDir: workDir,
+		etcdPort: ports[0], apiPort: ports[2],
+	}
+	if cp.Token, err = writeSecrets(workDir); err != nil {
+		return nil, err
+	}
+	if err := writeKubeconfig(cp.Kubeconfig, cp.Server, cp.Token); err != nil {
+		return nil, err
+	}
+	cp.restConfig = restConfig(cp.Server, cp.Token)
+	if cp.clientset, err = kubernetes.NewForConfig(cp.restConfig); err != nil {
+		return nil, err
+	}
+
+	defer func() {
+		if err != nil {
+			cp.Stop()
+		}
+	}()
+	etcd, err := startEtcd(ctx, binDir, workDir, ports[0], ports[1])
+	cp.mu.Lock()
+	cp.etcd = etcd
+	cp.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	if err := cp.RestartAPIServer(ctx); err != nil {
+		return nil, err
+	}
+	return cp, nil
+}
+
+// Clientset returns a client authenticated as the admin user.
+func (cp *ControlPlane) Clientset() kubernetes.Interface { return cp.clientset }
+
+// RESTConfig returns a copy of the admin client configuration.
+func (cp *ControlPlane) RESTConfig() *rest.Config { return rest.CopyConfig(cp.restConfig) }
+
+// WorkDir is where the logs, keys and etcd data live.
+func (cp *ControlPlane) WorkDir() string { return cp.workDir }
+
+// StopAPIServer stops kube-apiserver (SIGTERM, then SIGKILL after a grace
+// period) and leaves etcd running. Safe to call when it is already stopped.
+func (cp *ControlPlane) StopAPIServer() {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	cp.api.stop(apiserverGrace)
+	cp.api = nil
+}
+
+// RestartAPIServer starts kube-apiserver again on the same port and etcd,
+// stopping it first if it is running, and waits for /readyz.
+func (cp *ControlPlane) RestartAPIServer(ctx context.Context) error {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	if cp.stopped {
+		return fmt.Errorf("control plane already stopped")
+	}
+	cp.api.stop(apiserverGrace)
+	cp.api = nil
+	p, err := cp.startAPIServer(ctx)
+	if err != nil {
+		return err
+	}
+	cp.api = p
+	return nil
+}
+
+// Stop stops kube-apiserver then etcd and reaps them. It is idempotent, safe
+// on a nil or half-started ControlPlane, and safe from several goroutines.
+func (cp *ControlPlane) Stop() {
+	if cp == nil {
+		return
+	}
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	cp.stopped = true
+	cp.api.stop(apiserverGrace)
+	cp.etcd.stop(etcdGrace)
+	cp.api, cp.etcd = nil, nil
+}
