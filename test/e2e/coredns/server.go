@@ -1,0 +1,148 @@
+package coredns
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+// Server is a CoreDNS process serving one Corefile.
+type Server struct {
+	IP       string // the loopback address it binds, port 53
+	Corefile string // path of the Corefile; rewrite it to reload with the reload plugin
+	Metrics  string // host:port of the prometheus plugin, if the Corefile has one
+
+	cmd  *exec.Cmd
+	log  *syncBuffer
+	done chan struct{}
+	once sync.Once
+}
+
+// Start writes corefile into dir and runs bin on it. It refuses to start when ip:53 is
+// taken, and returns once the server answers a query for probe on ip:53.
+func Start(ctx context.Context, bin, dir, ip, corefile, metrics, probe string) (*Server, error) {
+	if err := CheckPortFree(ip); err != nil {
+		return nil, err
+	}
+	path := filepath.Join(dir, "Corefile")
+	if err := os.WriteFile(path, []byte(corefile), 0o644); err != nil {
+		return nil, err
+	}
+	s := &Server{IP: ip, Corefile: path, Metrics: metrics, log: &syncBuffer{}, done: make(chan struct{})}
+	s.cmd = exec.Command(bin, "-conf", path)
+	s.cmd.Dir = dir
+	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := s.cmd.Start(); err != nil {
+		return nil, err
+	}
+	track(s)
+	go func() { s.cmd.Wait(); close(s.done) }()
+
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		select {
+		case <-s.done:
+			return nil, fmt.Errorf("coredns exited at start:\n%s", s.Log())
+		default:
+		}
+		if _, err := s.Exchange(probe, dns.TypeSOA); err == nil {
+			return s, nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			s.Stop()
+			return nil, fmt.Errorf("coredns did not answer on %s:53 within 30s:\n%s", ip, s.Log())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Exchange asks the server one question over UDP.
+func (s *Server) Exchange(name string, qtype uint16) (*dns.Msg, error) {
+	m := new(dns.Msg)
+	m.SetQuestion(dns.Fqdn(name), qtype)
+	c := &dns.Client{Timeout: 2 * time.Second}
+	res, _, err := c.Exchange(m, s.IP+":53")
+	return res, err
+}
+
+// Log is everything the server printed so far.
+func (s *Server) Log() string { return s.log.String() }
+
+// Reload replaces the Corefile; a Corefile with the reload plugin picks it up.
+func (s *Server) Reload(corefile string) error {
+	return os.WriteFile(s.Corefile, []byte(corefile), 0o644)
+}
+
+// Scrape returns the prometheus plugin's /metrics page.
+func (s *Server) Scrape() (string, error) {
+	if s.Metrics == "" {
+		return "", fmt.Errorf("no metrics address for this server")
+	}
+	res, err := http.Get("http://" + s.Metrics + "/metrics")
+	if err != nil {
+		return "", err
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	return string(b), err
+}
+
+// CPUTime is the user and system CPU time the process has used so far, from /proc.
+func (s *Server) CPUTime() (time.Duration, error) { return cpuTime(s.cmd.Process.Pid) }
+
+// Stop ends the process by its PID, waits for it, and checks that port 53 is free again.
+func (s *Server) Stop() error {
+	var err error
+	s.once.Do(func() {
+		syscall.Kill(-s.cmd.Process.Pid, syscall.SIGTERM)
+		select {
+		case <-s.done:
+		case <-time.After(5 * time.Second):
+			syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+			<-s.done
+		}
+		untrack(s)
+		err = waitPortFree(s.IP)
+	})
+	return err
+}
+
+func waitPortFree(ip string) error {
+	var err error
+	for range 50 {
+		if err = CheckPortFree(ip); err == nil {
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return err
+}
+
+// syncBuffer is a bytes.Buffer safe for the process's writers and the test's readers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
