@@ -4,7 +4,7 @@ BIN       ?= bin
 FUZZTIME  ?= 10m
 BENCHSTAT ?= $(GO) run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
 
-.PHONY: all test deps fmt-check vet coredns fuzz bench-go clean
+.PHONY: all test deps fmt-check vet coredns fuzz bench-go demo clean
 
 all: coredns
 
@@ -32,6 +32,10 @@ bench-go:
 	@mkdir -p $(BIN)
 	$(GO) test -run '^$$' -bench . -count 10 . | tee $(BIN)/bench.txt
 	$(BENCHSTAT) -col /handler $(BIN)/bench.txt
+
+# The incident, step by step, on a real control plane, CoreDNS and resolvers; also a check.
+demo: deps
+	$(GO) run ./test/e2e/demo
 
 clean:
 	rm -rf $(BIN)
