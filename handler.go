@@ -12,7 +12,8 @@ import (
 
 // NSGuard catches answers that cluster DNS gives through a namespace apex
 // (<ns>.svc.<zone>), the name a pod's search list makes of a short name, and
-// logs or refuses them.
+// logs or refuses them. With a view of the cluster it also names the client,
+// says what to change, and catches endpoint names that shadow a Service.
 type NSGuard struct {
 	Next plugin.Handler
 
@@ -20,16 +21,22 @@ type NSGuard struct {
 	mode            Mode
 	rcode           int
 	allowNamespaces map[string]struct{}
+	allowClients    map[string]struct{}
 	limiter         *logLimiter
+
+	view    *view    // nil without a cluster view
+	watcher *watcher // keeps view up to date
+	clients bool     // the view knows Pods
 }
 
-// New returns an NSGuard for cfg.
+// New returns an NSGuard for cfg, without a cluster view.
 func New(cfg config) *NSGuard {
 	return &NSGuard{
 		zones:           cfg.zones,
 		mode:            cfg.mode,
 		rcode:           cfg.rcode,
 		allowNamespaces: cfg.allowNamespaces,
+		allowClients:    cfg.allowClients,
 		limiter:         newLogLimiter(cfg.logInterval, cfg.logLimit),
 	}
 }
@@ -37,8 +44,12 @@ func New(cfg config) *NSGuard {
 // Name implements plugin.Handler.
 func (g *NSGuard) Name() string { return pluginName }
 
-// ServeDNS implements plugin.Handler. Only namespace apex questions are held;
-// everything else goes straight on, with no writer of ours and no allocation.
+// Ready implements ready.Readiness: ready once the cluster view, if any, has synced.
+func (g *NSGuard) Ready() bool { return g.view == nil || g.view.synced.Load() }
+
+// ServeDNS implements plugin.Handler. Only namespace apex questions and endpoint names that
+// shadow a Service are held; everything else goes straight on, with no writer of ours and no
+// allocation.
 func (g *NSGuard) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
 	if len(r.Question) != 1 || r.Opcode != dns.OpcodeQuery {
 		return plugin.NextOrFailure(g.Name(), g.Next, ctx, w, r)
@@ -47,11 +58,18 @@ func (g *NSGuard) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg
 	if q.Qclass != dns.ClassINET || q.Qtype == dns.TypeAXFR || q.Qtype == dns.TypeIXFR {
 		return plugin.NextOrFailure(g.Name(), g.Next, ctx, w, r)
 	}
-	n := Classify(q.Name, g.zones)
-	if n.Shape != NamespaceApex {
-		return plugin.NextOrFailure(g.Name(), g.Next, ctx, w, r)
+	switch n := Classify(q.Name, g.zones); {
+	case n.Shape == NamespaceApex:
+		return g.serveNamespaceApex(ctx, w, r, n)
+	case n.Shape == Endpoint && g.view != nil:
+		if !g.viewUsable(ctx) {
+			break
+		}
+		if g.view.shadowed(n) {
+			return g.serveShadow(ctx, w, r, n, g.clientPod(remoteIP(w)))
+		}
 	}
-	return g.serveNamespaceApex(ctx, w, r, n)
+	return plugin.NextOrFailure(g.Name(), g.Next, ctx, w, r)
 }
 
 func (g *NSGuard) serveNamespaceApex(ctx context.Context, w dns.ResponseWriter, r *dns.Msg, n Name) (int, error) {
@@ -67,35 +85,56 @@ func (g *NSGuard) serveNamespaceApex(ctx context.Context, w dns.ResponseWriter, 
 		return rcode, err
 	}
 
+	var pod string
+	if g.view != nil && g.viewUsable(ctx) {
+		pod = g.clientPod(remoteIP(w))
+	}
 	answer := answerNoData
 	if len(res.Answer) > 0 {
 		answer = answerRecords
 	}
 	action := actionLogged
 	switch {
-	case g.allowed(n.Namespace):
+	case g.allowed(n.Namespace), g.clientAllowed(pod):
 		action = actionAllowed
 	case g.mode == ModeRefuse:
 		action = actionRefused
 	}
 	server := metrics.WithServer(ctx)
 	apexCounters.get(apexLabels{server, n.Zone, metrics.WithView(ctx), answer, action}).Inc()
-
-	switch action {
-	case actionAllowed:
+	if action == actionAllowed {
 		w.WriteMsg(res)
 		return rcode, err
-	case actionLogged:
-		w.WriteMsg(res)
-	case actionRefused:
-		w.WriteMsg(refusal(r, res, g.rcode, n.Zone))
-		rcode, err = dns.RcodeSuccess, nil // written: tell the server not to answer again
-		if plugin.ClientWrite(g.rcode) {
-			rcode = g.rcode
-		}
 	}
-	g.report(server, w, r, n, res, answer, action)
+	rcode, err = g.respond(w, r, res, n.Zone, action, rcode, err)
+	g.report(server, w, r, n, res, action, pod, apexLine)
 	return rcode, err
+}
+
+// respond writes res, or in its place the refusal, and returns what ServeDNS should.
+func (g *NSGuard) respond(w dns.ResponseWriter, r, res *dns.Msg, zone, action string, rcode int, err error) (int, error) {
+	if action != actionRefused {
+		w.WriteMsg(res)
+		return rcode, err
+	}
+	w.WriteMsg(refusal(r, res, g.rcode, zone))
+	if plugin.ClientWrite(g.rcode) {
+		return g.rcode, nil
+	}
+	return dns.RcodeSuccess, nil // written: tell the server not to answer again
+}
+
+// viewUsable reports whether the cluster view can be used now, and counts it when not.
+func (g *NSGuard) viewUsable(ctx context.Context) bool {
+	switch {
+	case !g.view.synced.Load():
+		skipCounters.get(suppressedLabels{metrics.WithServer(ctx), skipNotSynced}).Inc()
+	case g.view.stale.Load():
+		skipCounters.get(suppressedLabels{metrics.WithServer(ctx), skipUnreachable}).Inc()
+	default:
+		return true
+	}
+	return false
 }
 
 // allowed reports whether ns is under "allow namespace". ns keeps the client's case.

@@ -191,7 +191,7 @@ func apexCount(zone, answer, action string) float64 {
 }
 
 func testConfig(zones []string, mode Mode, rcode int, allow ...string) config {
-	cfg := config{zones: zones, mode: mode, rcode: rcode, allowNamespaces: map[string]struct{}{},
+	cfg := config{zones: zones, mode: mode, rcode: rcode, allowNamespaces: map[string]struct{}{}, allowClients: map[string]struct{}{},
 		logInterval: defaultLogInterval, logLimit: defaultLogLimit}
 	for _, ns := range allow {
 		cfg.allowNamespaces[ns] = struct{}{}

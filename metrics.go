@@ -28,6 +28,30 @@ var (
 		Name:      "log_lines_suppressed_total",
 		Help:      "Counter of log lines suppressed, by reason: repeat (the same client and question within log_interval) or limit (over log_limit lines per second).",
 	}, []string{"server", "reason"})
+
+	// endpointShadows counts answers where an endpoint name took the place of a Service in another namespace.
+	endpointShadows = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: pluginName,
+		Name:      "endpoint_shadows_total",
+		Help:      "Counter of answers to <endpoint>.<service>.<namespace>.svc.<zone> names whose first two labels also name a Service in another namespace, by action (logged, refused or allowed).",
+	}, []string{"server", "zone", "view", "action"})
+
+	// viewSkips counts the times the cluster view could not be used on the query path.
+	viewSkips = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: pluginName,
+		Name:      "view_skips_total",
+		Help:      "Counter of client, advice and endpoint shadow checks skipped because the cluster view was not synced or was cut off from the API server.",
+	}, []string{"server", "reason"})
+
+	// viewSynced is 1 once the cluster view has synced.
+	viewSynced = promauto.NewGauge(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: pluginName,
+		Name:      "view_synced",
+		Help:      "1 once nsguard's cluster view has synced with the API server, 0 before.",
+	})
 )
 
 // Values of the answer, action and reason labels.
@@ -41,6 +65,9 @@ const (
 
 	reasonRepeat = "repeat"
 	reasonLimit  = "limit"
+
+	skipNotSynced   = "not_synced"
+	skipUnreachable = "unreachable"
 )
 
 // counterCache keeps the counters of a vector by their label values, so the query path
@@ -80,11 +107,19 @@ type apexLabels struct{ server, zone, view, answer, action string }
 
 type suppressedLabels struct{ server, reason string }
 
+type shadowLabels struct{ server, zone, view, action string }
+
 var (
 	apexCounters = &counterCache[apexLabels]{create: func(l apexLabels) prometheus.Counter {
 		return namespaceApexAnswers.WithLabelValues(l.server, l.zone, l.view, l.answer, l.action)
 	}}
 	suppressedCounters = &counterCache[suppressedLabels]{create: func(l suppressedLabels) prometheus.Counter {
 		return logLinesSuppressed.WithLabelValues(l.server, l.reason)
+	}}
+	shadowCounters = &counterCache[shadowLabels]{create: func(l shadowLabels) prometheus.Counter {
+		return endpointShadows.WithLabelValues(l.server, l.zone, l.view, l.action)
+	}}
+	skipCounters = &counterCache[suppressedLabels]{create: func(l suppressedLabels) prometheus.Counter {
+		return viewSkips.WithLabelValues(l.server, l.reason)
 	}}
 )

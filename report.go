@@ -1,7 +1,6 @@
 package nsguard
 
 import (
-	"net"
 	"strconv"
 	"strings"
 
@@ -11,8 +10,17 @@ import (
 // maxLoggedRecords bounds a log line: kube-dns can answer one CNAME per ExternalName Service.
 const maxLoggedRecords = 5
 
-// report logs one line for an answer that came through a namespace apex, within the log limits.
-func (g *NSGuard) report(server string, w dns.ResponseWriter, r *dns.Msg, n Name, res *dns.Msg, answer, action string) {
+// maxAdvised bounds how many namespaces a line names as holding the Service meant.
+const maxAdvised = 3
+
+// The kinds of line nsguard logs.
+const (
+	apexLine   = "answer through namespace"
+	shadowLine = "endpoint shadows a Service"
+)
+
+// report logs one line about an answer, within the log limits.
+func (g *NSGuard) report(server string, w dns.ResponseWriter, r *dns.Msg, n Name, res *dns.Msg, action, pod, kind string) {
 	q := r.Question[0]
 	var buf [300]byte // a name is at most 255 octets
 	ok, suppressed, reason := g.limiter.allow(limitKey(buf[:0], w, q))
@@ -20,65 +28,108 @@ func (g *NSGuard) report(server string, w dns.ResponseWriter, r *dns.Msg, n Name
 		suppressedCounters.get(suppressedLabels{server, reason}).Inc()
 		return
 	}
-	log.Warning(formatFinding(clientIP(w), q.Name, dns.Type(q.Qtype).String(), n, res, answer, action, g.mode, suppressed))
-}
-
-// limitKey appends what makes a question the same for the log limits: the client's address,
-// the name in lower case (resolvers randomise case) and the type. It does not allocate.
-func limitKey(buf []byte, w dns.ResponseWriter, q dns.Question) []byte {
-	var ip net.IP
-	switch a := w.RemoteAddr().(type) {
-	case *net.UDPAddr:
-		ip = a.IP
-	case *net.TCPAddr:
-		ip = a.IP
+	l := line{kind: kind, n: n, action: action}
+	client := "unknown"
+	if ip := remoteIP(w); ip.IsValid() {
+		client = ip.String()
 	}
-	if ip4 := ip.To4(); ip4 != nil {
-		ip = ip4 // the same client over UDP and TCP
+	l.add("client", client)
+	if pod != "" {
+		l.add("pod", pod)
 	}
-	buf = append(buf, ip...)
-	buf = append(buf, 0)
-	for i := 0; i < len(q.Name); i++ {
-		buf = append(buf, lowerASCII(q.Name[i]))
+	l.quote("question", q.Name+" "+dns.Type(q.Qtype).String())
+	switch kind {
+	case apexLine:
+		ns := strings.ToLower(n.Namespace)
+		answer := answerNoData
+		if len(res.Answer) > 0 {
+			answer = answerRecords
+		}
+		l.quote("typed", ns)
+		l.add("answer", answer)
+		l.quote("records", records(res.Answer))
+		l.add("action", action)
+		l.quote("fix", g.apexAdvice(ns, pod))
+	case shadowLine:
+		a, b, c := strings.ToLower(n.Endpoint), strings.ToLower(n.Service), strings.ToLower(n.Namespace)
+		l.quote("typed", a+"."+b)
+		l.quote("got", "endpoint "+a+" of Service "+b+" in namespace "+c)
+		l.quote("meant", "Service "+a+" in namespace "+b)
+		l.quote("records", records(res.Answer))
+		l.add("action", action)
+		l.quote("fix", "ask for "+a+"."+b+".svc."+strings.TrimSuffix(n.Zone, ".")+" (or "+a+"."+b+".svc), which only the Service answers; or rename the endpoint "+a+" of Service "+b)
 	}
-	return append(buf, byte(q.Qtype>>8), byte(q.Qtype))
-}
-
-// formatFinding says who asked, what they most likely typed, what they got, and what to change.
-func formatFinding(client, qname, qtype string, n Name, res *dns.Msg, answer, action string, mode Mode, suppressed uint64) string {
-	ns := strings.ToLower(n.Namespace)
-	var b strings.Builder
-	b.WriteString("answer through namespace ")
-	b.WriteString(strconv.Quote(ns))
-	b.WriteString(": client=")
-	b.WriteString(client)
-	b.WriteString(" question=")
-	b.WriteString(strconv.Quote(qname + " " + qtype))
-	b.WriteString(" typed=")
-	b.WriteString(strconv.Quote(ns))
-	b.WriteString(" answer=")
-	b.WriteString(answer)
-	b.WriteString(" records=")
-	b.WriteString(strconv.Quote(records(res.Answer)))
-	b.WriteString(" action=")
-	b.WriteString(action)
-	b.WriteString(" fix=")
-	b.WriteString(strconv.Quote(advice(ns, mode)))
 	if suppressed > 0 {
-		b.WriteString(" suppressed=")
-		b.WriteString(strconv.FormatUint(suppressed, 10))
+		l.add("suppressed", strconv.FormatUint(suppressed, 10))
 	}
-	return b.String()
+	log.Warning(l.String())
 }
 
-// advice is what to change, from the question alone.
-func advice(ns string, mode Mode) string {
-	s := "if " + ns + " is a Service, ask for " + ns + ".<its namespace>, or create an ExternalName Service " + ns +
-		" in the client's namespace; if namespace " + ns + " is meant to answer, add 'allow namespace " + ns + "'"
-	if mode == ModeLog {
+// apexAdvice says what to change for a name that reached namespace ns. With a view it names
+// the client's namespace and where a Service of that name lives.
+func (g *NSGuard) apexAdvice(ns, pod string) string {
+	client := "the client's namespace"
+	if pod != "" {
+		client, _, _ = strings.Cut(pod, "/")
+	}
+	var s string
+	if g.view.usable() {
+		where, total := g.view.namespacesWithService(ns, maxAdvised)
+		switch {
+		case total == 0:
+			s = "no Service " + ns + " exists in any namespace; if one is meant, create it"
+		default:
+			if pod != "" {
+				s = "no Service " + ns + " in " + client + "; "
+			}
+			s += "Service " + ns + " exists in " + strings.Join(where, ", ")
+			if total > len(where) {
+				s += " and " + strconv.Itoa(total-len(where)) + " more"
+			}
+			s += "; use " + ns + "." + where[0] + ", or create an ExternalName Service " + ns + " in " + client +
+				" pointing at " + ns + "." + where[0] + ".svc." + strings.TrimSuffix(g.zoneOf(), ".")
+		}
+	} else {
+		s = "if " + ns + " is a Service, ask for " + ns + ".<its namespace>, or create an ExternalName Service " + ns + " in " + client
+	}
+	s += "; if namespace " + ns + " is meant to answer, add 'allow namespace " + ns + "'"
+	if g.mode == ModeLog {
 		s += "; 'mode refuse' sends the client on to its next search domain"
 	}
 	return s
+}
+
+// zoneOf is the first guarded zone, for the fully qualified names in advice.
+func (g *NSGuard) zoneOf() string {
+	if len(g.zones) == 0 {
+		return "cluster.local."
+	}
+	return g.zones[0]
+}
+
+// line builds one key=value log line; values a client chose are quoted.
+type line struct {
+	kind   string
+	n      Name
+	action string
+	b      strings.Builder
+}
+
+func (l *line) add(k, v string) {
+	l.b.WriteByte(' ')
+	l.b.WriteString(k)
+	l.b.WriteByte('=')
+	l.b.WriteString(v)
+}
+
+func (l *line) quote(k, v string) { l.add(k, strconv.Quote(v)) }
+
+func (l *line) String() string {
+	subject := strconv.Quote(strings.ToLower(l.n.Namespace))
+	if l.kind == shadowLine {
+		subject = strconv.Quote(strings.ToLower(l.n.Endpoint + "." + l.n.Service))
+	}
+	return l.kind + " " + subject + ":" + l.b.String()
 }
 
 // records renders at most maxLoggedRecords records on one line.
@@ -97,20 +148,13 @@ func records(rrs []dns.RR) string {
 	return b.String()
 }
 
-// clientIP is the address the query came from, without its port.
-func clientIP(w dns.ResponseWriter) string {
-	addr := w.RemoteAddr()
-	if addr == nil {
-		return "unknown"
+// limitKey appends what makes a question the same for the log limits: the client's address,
+// the name in lower case (resolvers randomise case) and the type. It does not allocate.
+func limitKey(buf []byte, w dns.ResponseWriter, q dns.Question) []byte {
+	buf = remoteIP(w).AppendTo(buf)
+	buf = append(buf, 0)
+	for i := 0; i < len(q.Name); i++ {
+		buf = append(buf, lowerASCII(q.Name[i]))
 	}
-	switch a := addr.(type) {
-	case *net.UDPAddr:
-		return a.IP.String()
-	case *net.TCPAddr:
-		return a.IP.String()
-	}
-	if host, _, err := net.SplitHostPort(addr.String()); err == nil {
-		return host
-	}
-	return addr.String()
+	return append(buf, byte(q.Qtype>>8), byte(q.Qtype))
 }

@@ -1,6 +1,7 @@
 package nsguard
 
 import (
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -46,8 +47,13 @@ type config struct {
 	mode            Mode
 	rcode           int
 	allowNamespaces map[string]struct{}
+	allowClients    map[string]struct{}
 	logInterval     time.Duration
 	logLimit        int
+
+	kubeconfig, kubeContext string // empty: in-cluster
+	endpoint                string
+	clients                 bool // watch Pods to name clients
 }
 
 func setup(c *caddy.Controller) error {
@@ -56,8 +62,22 @@ func setup(c *caddy.Controller) error {
 		return plugin.Error(pluginName, err)
 	}
 	g := New(cfg)
+	client, err := cfg.kubernetesClient()
+	if err != nil {
+		return plugin.Error(pluginName, err)
+	}
+	if client != nil {
+		g.view, g.clients = newView(), cfg.clients
+		g.watcher = &watcher{client: client, view: g.view, clients: cfg.clients}
+		c.OnStartup(g.watcher.start)
+		c.OnShutdown(g.watcher.stop)
+	}
 	c.OnStartup(func() error {
-		log.Infof("mode %s for zones %s", cfg.mode, strings.Join(cfg.zones, " "))
+		view := "no cluster view: core checks only"
+		if client != nil {
+			view = "with a cluster view"
+		}
+		log.Infof("mode %s for zones %s, %s", cfg.mode, strings.Join(cfg.zones, " "), view)
 		return nil
 	})
 	dnsserver.GetConfig(c).AddPlugin(func(next plugin.Handler) plugin.Handler {
@@ -72,8 +92,10 @@ func parse(c *caddy.Controller) (config, error) {
 		mode:            ModeLog,
 		rcode:           dns.RcodeNameError,
 		allowNamespaces: map[string]struct{}{},
+		allowClients:    map[string]struct{}{},
 		logInterval:     defaultLogInterval,
 		logLimit:        defaultLogLimit,
+		clients:         true,
 	}
 	for i := 0; c.Next(); i++ {
 		if i > 0 {
@@ -136,14 +158,50 @@ func parseProperty(c *caddy.Controller, property string, cfg *config) error {
 		if len(args) < 2 {
 			return c.ArgErr()
 		}
-		if args[0] != "namespace" {
-			return c.Errf("unknown allow kind %q; expect 'namespace'", args[0])
+		into := cfg.allowNamespaces
+		switch args[0] {
+		case "namespace":
+		case "client":
+			into = cfg.allowClients
+		default:
+			return c.Errf("unknown allow kind %q; expect 'namespace' or 'client'", args[0])
 		}
 		for _, ns := range args[1:] {
 			if !IsDNSLabel(ns) {
 				return c.Errf("invalid namespace name %q: a namespace is an RFC 1123 label", ns)
 			}
-			cfg.allowNamespaces[strings.ToLower(ns)] = struct{}{}
+			into[strings.ToLower(ns)] = struct{}{}
+		}
+	case "kubeconfig":
+		args := c.RemainingArgs()
+		if len(args) < 1 || len(args) > 2 {
+			return c.ArgErr()
+		}
+		cfg.kubeconfig = args[0]
+		if len(args) == 2 {
+			cfg.kubeContext = args[1]
+		}
+	case "endpoint":
+		v, err := singleArg(c)
+		if err != nil {
+			return err
+		}
+		if u, err := url.Parse(v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return c.Errf("invalid endpoint %q; expect a URL such as https://10.0.0.1:6443", v)
+		}
+		cfg.endpoint = v
+	case "clients":
+		v, err := singleArg(c)
+		if err != nil {
+			return err
+		}
+		switch strings.ToLower(v) {
+		case "on":
+			cfg.clients = true
+		case "off":
+			cfg.clients = false
+		default:
+			return c.Errf("unknown clients value %q; expect 'on' or 'off'", v)
 		}
 	case "log_interval":
 		v, err := singleArg(c)

@@ -16,7 +16,7 @@ import (
 func TestSetup(t *testing.T) {
 	defaults := func(change func(*config)) config {
 		cfg := config{zones: []string{"cluster.local."}, mode: ModeLog, rcode: dns.RcodeNameError,
-			allowNamespaces: map[string]struct{}{}, logInterval: time.Minute, logLimit: 10}
+			allowNamespaces: map[string]struct{}{}, allowClients: map[string]struct{}{}, logInterval: time.Minute, logLimit: 10, clients: true}
 		if change != nil {
 			change(&cfg)
 		}
@@ -40,6 +40,11 @@ func TestSetup(t *testing.T) {
 		{"allow", "nsguard {\n allow namespace my-app Legacy\n allow namespace kube-system\n}", defaults(func(c *config) {
 			c.allowNamespaces = map[string]struct{}{"my-app": {}, "legacy": {}, "kube-system": {}}
 		}), ""},
+		{"allow client", "nsguard {\n allow client kube-system Monitoring\n}", defaults(func(c *config) {
+			c.allowClients = map[string]struct{}{"kube-system": {}, "monitoring": {}}
+		}), ""},
+		{"clients off", "nsguard {\n clients off\n}", defaults(func(c *config) { c.clients = false }), ""},
+		{"endpoint", "nsguard {\n endpoint http://127.0.0.1:8080\n}", defaults(func(c *config) { c.endpoint = "http://127.0.0.1:8080" }), ""},
 		{"log limits", "nsguard {\n log_interval 5m\n log_limit 50\n}", defaults(func(c *config) { c.logInterval = 5 * time.Minute; c.logLimit = 50 }), ""},
 
 		{"unknown property", "nsguard {\n mdoe refuse\n}", config{}, `unknown property "mdoe"`},
@@ -51,6 +56,11 @@ func TestSetup(t *testing.T) {
 		{"mode twice", "nsguard {\n mode log\n mode refuse\n}", config{}, `property "mode" given twice`},
 		{"allow without names", "nsguard {\n allow namespace\n}", config{}, `after 'namespace'`},
 		{"allow unknown kind", "nsguard {\n allow service my-app\n}", config{}, `unknown allow kind "service"`},
+		{"allow bad client namespace", "nsguard {\n allow client kube_system\n}", config{}, `invalid namespace name "kube_system"`},
+		{"bad clients", "nsguard {\n clients maybe\n}", config{}, `unknown clients value "maybe"`},
+		{"bad endpoint", "nsguard {\n endpoint 10.0.0.1:6443\n}", config{}, `invalid endpoint "10.0.0.1:6443"`},
+		{"kubeconfig missing file", "nsguard {\n kubeconfig /nonexistent/kubeconfig\n}", config{}, `kubeconfig "/nonexistent/kubeconfig"`},
+		{"kubeconfig too many", "nsguard {\n kubeconfig a b c\n}", config{}, `after 'c'`},
 		{"allow bad name", "nsguard {\n allow namespace my_app\n}", config{}, `invalid namespace name "my_app"`},
 		{"bad log_interval", "nsguard {\n log_interval soon\n}", config{}, `invalid log_interval "soon"`},
 		{"zero log_interval", "nsguard {\n log_interval 0s\n}", config{}, `invalid log_interval "0s"`},

@@ -1,0 +1,42 @@
+package nsguard
+
+import (
+	"net"
+	"net/netip"
+	"strings"
+
+	"github.com/miekg/dns"
+)
+
+// remoteIP is the client's address, IPv4 in its 4-byte form.
+func remoteIP(w dns.ResponseWriter) netip.Addr {
+	var ip net.IP
+	switch a := w.RemoteAddr().(type) {
+	case *net.UDPAddr:
+		ip = a.IP
+	case *net.TCPAddr:
+		ip = a.IP
+	}
+	addr, _ := netip.AddrFromSlice(ip)
+	return addr.Unmap()
+}
+
+// clientPod is "namespace/name" of the Pod that sent the query, or "" when the view does
+// not know the address or cannot be trusted now. It does not allocate.
+func (g *NSGuard) clientPod(ip netip.Addr) string {
+	if !g.view.usable() || !g.clients || !ip.IsValid() {
+		return ""
+	}
+	var buf [64]byte
+	return g.view.pod(ip.AppendTo(buf[:0]))
+}
+
+// clientAllowed reports whether the client's namespace is under "allow client".
+func (g *NSGuard) clientAllowed(pod string) bool {
+	if len(g.allowClients) == 0 || pod == "" {
+		return false
+	}
+	ns, _, _ := strings.Cut(pod, "/")
+	_, ok := g.allowClients[ns]
+	return ok
+}

@@ -1,0 +1,108 @@
+package nsguard
+
+import (
+	"slices"
+
+	"github.com/coredns/coredns/plugin/kubernetes/object"
+
+	corev1 "k8s.io/api/core/v1"
+	discovery "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// The view keeps only these small objects: informer transforms turn each API object into
+// one, so a cluster of tens of thousands of objects fits in a few tens of megabytes.
+
+// namespaceObj is a Namespace, by name.
+type namespaceObj struct {
+	meta
+}
+
+// serviceObj is a Service: whether it is headless and, for an ExternalName, its target.
+type serviceObj struct {
+	meta
+	headless     bool
+	externalName string
+}
+
+// sliceObj is an EndpointSlice: its Service and the names its endpoints answer to.
+type sliceObj struct {
+	meta
+	service string
+	names   []string // hostnames and target Pod names
+}
+
+// podObj is a Pod's addresses.
+type podObj struct {
+	meta
+	ips []string
+}
+
+// meta is what an informer's store needs of an object: its key and version.
+type meta struct {
+	name, namespace, version string
+	*object.Empty
+}
+
+func (m *meta) GetName() string                    { return m.name }
+func (m *meta) SetName(string)                     {}
+func (m *meta) GetNamespace() string               { return m.namespace }
+func (m *meta) SetNamespace(string)                {}
+func (m *meta) GetResourceVersion() string         { return m.version }
+func (m *meta) SetResourceVersion(string)          {}
+func (m *meta) GetDeletionTimestamp() *metav1.Time { return nil }
+
+func metaOf(o metav1.Object) meta {
+	return meta{name: o.GetName(), namespace: o.GetNamespace(), version: o.GetResourceVersion()}
+}
+
+func (o *namespaceObj) DeepCopyObject() runtime.Object { c := *o; return &c }
+func (o *serviceObj) DeepCopyObject() runtime.Object   { c := *o; return &c }
+func (o *podObj) DeepCopyObject() runtime.Object {
+	c := *o
+	c.ips = slices.Clone(o.ips)
+	return &c
+}
+func (o *sliceObj) DeepCopyObject() runtime.Object {
+	c := *o
+	c.names = slices.Clone(o.names)
+	return &c
+}
+
+// toSmall is the informers' transform. Tombstones and objects already small pass through.
+func toSmall(obj any) (any, error) {
+	switch o := obj.(type) {
+	case *corev1.Namespace:
+		return &namespaceObj{meta: metaOf(o)}, nil
+	case *corev1.Service:
+		return &serviceObj{
+			meta:         metaOf(o),
+			headless:     o.Spec.ClusterIP == corev1.ClusterIPNone,
+			externalName: o.Spec.ExternalName,
+		}, nil
+	case *discovery.EndpointSlice:
+		s := &sliceObj{meta: metaOf(o), service: o.Labels[discovery.LabelServiceName]}
+		for _, ep := range o.Endpoints {
+			if ep.Hostname != nil && *ep.Hostname != "" {
+				s.names = append(s.names, *ep.Hostname)
+			}
+			if ep.TargetRef != nil && ep.TargetRef.Kind == "Pod" && ep.TargetRef.Name != "" {
+				s.names = append(s.names, ep.TargetRef.Name)
+			}
+		}
+		return s, nil
+	case *corev1.Pod:
+		p := &podObj{meta: metaOf(o)}
+		for _, ip := range o.Status.PodIPs {
+			p.ips = append(p.ips, ip.IP)
+		}
+		if len(p.ips) == 0 && o.Status.PodIP != "" {
+			p.ips = []string{o.Status.PodIP}
+		}
+		return p, nil
+	case *namespaceObj, *serviceObj, *sliceObj, *podObj:
+		return obj, nil
+	}
+	return obj, nil // a tombstone: the store handles it itself
+}

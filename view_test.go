@@ -1,0 +1,185 @@
+package nsguard
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discovery "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+)
+
+// The cluster of the incident, plus a shadow: a client in new-namespace-1 that types
+// "primary.db" means Service primary in namespace db, but headless Service db in its own
+// namespace has an endpoint called primary. And a StatefulSet web in namespace shop, whose
+// "web-0.nginx" must never be flagged: there is no namespace or Service that it could mean.
+func incidentObjects() []runtime.Object {
+	ns := func(name string) runtime.Object {
+		return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	}
+	svc := func(ns, name string, spec corev1.ServiceSpec) runtime.Object {
+		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: spec}
+	}
+	slice := func(ns, svc string, hostnames ...string) runtime.Object {
+		s := &discovery.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: svc + "-abc",
+			Labels: map[string]string{discovery.LabelServiceName: svc}}}
+		for _, h := range hostnames {
+			s.Endpoints = append(s.Endpoints, discovery.Endpoint{Hostname: &h, Addresses: []string{"10.244.3.1"},
+				TargetRef: &corev1.ObjectReference{Kind: "Pod", Name: svc + "-pod-" + h}})
+		}
+		return s
+	}
+	pod := func(ns, name, ip string) runtime.Object {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Status: corev1.PodStatus{PodIP: ip, PodIPs: []corev1.PodIP{{IP: ip}}}}
+	}
+	headless := corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone}
+	return []runtime.Object{
+		ns("my-app"), ns("new-namespace-1"), ns("new-namespace-2"), ns("db"), ns("shop"),
+		svc("new-namespace-2", "my-app", corev1.ServiceSpec{ClusterIP: "10.96.0.20"}),
+		svc("legacy", "my-app", corev1.ServiceSpec{ClusterIP: "10.96.0.21"}),
+		svc("my-app", "other-app-1", corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "other-app-1.example.net"}),
+		svc("new-namespace-1", "db", headless), slice("new-namespace-1", "db", "primary", "replica"),
+		svc("db", "primary", corev1.ServiceSpec{ClusterIP: "10.96.0.30"}),
+		svc("shop", "nginx", headless), slice("shop", "nginx", "web-0", "web-1"),
+		pod("new-namespace-1", "client", "10.244.1.5"),
+		pod("new-namespace-1", "deleted-later", "10.244.1.6"),
+	}
+}
+
+// startView runs the real watcher against a fake clientset holding objs.
+func startView(t *testing.T, clients bool, objs ...runtime.Object) (*view, *fake.Clientset) {
+	t.Helper()
+	cs := fake.NewClientset(objs...)
+	v := newView()
+	w := &watcher{client: cs, view: v, clients: clients}
+	if err := w.start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.stop() })
+	if !v.synced.Load() {
+		t.Fatal("view did not sync")
+	}
+	return v, cs
+}
+
+func TestViewFromInformers(t *testing.T) {
+	v, cs := startView(t, true, incidentObjects()...)
+
+	if got := v.pod([]byte("10.244.1.5")); got != "new-namespace-1/client" {
+		t.Errorf("pod(10.244.1.5) = %q", got)
+	}
+	if where, total := v.namespacesWithService("my-app", 3); !slices.Equal(where, []string{"legacy", "new-namespace-2"}) || total != 2 {
+		t.Errorf("namespacesWithService(my-app) = %v, %d", where, total)
+	}
+	if !v.hasEndpoint([]byte("new-namespace-1/db"), []byte("primary")) || !v.hasEndpoint([]byte("new-namespace-1/db"), []byte("db-pod-primary")) {
+		t.Error("endpoint primary of db, by hostname and by pod name, is missing")
+	}
+	if !v.hasService([]byte("db/primary")) || v.hasService([]byte("db/replica")) {
+		t.Error("services wrong")
+	}
+
+	// Changes reach the view through the watch.
+	ctx := context.Background()
+	if err := cs.CoreV1().Pods("new-namespace-1").Delete(ctx, "deleted-later", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.CoreV1().Services("legacy").Delete(ctx, "my-app", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, func() bool {
+		where, _ := v.namespacesWithService("my-app", 3)
+		return v.pod([]byte("10.244.1.6")) == "" && slices.Equal(where, []string{"new-namespace-2"})
+	})
+}
+
+func TestViewWithoutClients(t *testing.T) {
+	v, _ := startView(t, false, incidentObjects()...)
+	if got := v.pod([]byte("10.244.1.5")); got != "" {
+		t.Errorf("clients off, yet pod(10.244.1.5) = %q", got)
+	}
+}
+
+func TestViewUpdates(t *testing.T) {
+	v := newView()
+	p := &podObj{meta: meta{namespace: "a", name: "p"}, ips: []string{"10.0.0.1"}}
+	v.setPod(p, true)
+	v.setPod(&podObj{meta: meta{namespace: "a", name: "p"}, ips: []string{"10.0.0.2"}}, true) // new IP
+	if v.pod([]byte("10.0.0.1")) != "" || v.pod([]byte("10.0.0.2")) != "a/p" {
+		t.Error("a Pod's old address must be forgotten when it changes")
+	}
+	v.setPod(p, false)
+	if len(v.pods) != 0 || len(v.podIPs) != 0 {
+		t.Errorf("deleted Pod left %v %v", v.pods, v.podIPs)
+	}
+
+	// Two slices naming one endpoint: it goes only when both do.
+	s1 := &sliceObj{meta: meta{namespace: "c", name: "s1"}, service: "b", names: []string{"a"}}
+	s2 := &sliceObj{meta: meta{namespace: "c", name: "s2"}, service: "b", names: []string{"a", "x"}}
+	v.setSlice(s1, true)
+	v.setSlice(s2, true)
+	v.setSlice(s2, false)
+	if !v.hasEndpoint([]byte("c/b"), []byte("a")) || v.hasEndpoint([]byte("c/b"), []byte("x")) {
+		t.Error("endpoint counts across slices are wrong")
+	}
+	v.setSlice(s1, false)
+	if len(v.endpoints) != 0 || len(v.slices) != 0 {
+		t.Errorf("deleted slices left %v %v", v.endpoints, v.slices)
+	}
+
+	for _, ns := range []string{"z", "a", "m"} {
+		v.setService(&serviceObj{meta: meta{namespace: ns, name: "svc"}}, true)
+	}
+	v.setService(&serviceObj{meta: meta{namespace: "a", name: "svc"}}, true) // an update
+	if where, total := v.namespacesWithService("svc", 2); !slices.Equal(where, []string{"a", "m"}) || total != 3 {
+		t.Errorf("namespacesWithService = %v, %d; want the first two of three, sorted", where, total)
+	}
+	for _, ns := range []string{"z", "a", "m", "m"} {
+		v.setService(&serviceObj{meta: meta{namespace: ns, name: "svc"}}, false)
+	}
+	if len(v.byName) != 0 || len(v.services) != 0 {
+		t.Errorf("deleted Services left %v %v", v.byName, v.services)
+	}
+}
+
+// TestViewConcurrent reads on the query path while the informers write; run with -race.
+func TestViewConcurrent(t *testing.T) {
+	v := newView()
+	v.synced.Store(true)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 2000 {
+			p := &podObj{meta: meta{namespace: "a", name: "p"}, ips: []string{"10.0.0.1"}}
+			s := &sliceObj{meta: meta{namespace: "c", name: "s"}, service: "b", names: []string{"a"}}
+			v.setPod(p, i%2 == 0)
+			v.setSlice(s, i%2 == 0)
+			v.setService(&serviceObj{meta: meta{namespace: "b", name: "a"}}, i%2 == 0)
+		}
+	}()
+	n := Name{Shape: Endpoint, Namespace: "c", Service: "b", Endpoint: "a"}
+	for {
+		select {
+		case <-done:
+			return
+		default:
+			v.pod([]byte("10.0.0.1"))
+			v.shadowed(n)
+		}
+	}
+}
+
+func eventually(t *testing.T, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 5s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
