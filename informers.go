@@ -13,9 +13,6 @@ import (
 // nsguard serves anyway and enriches once the view has synced.
 const syncWait = 5 * time.Second
 
-// probeEvery is how often a view cut off from the API server checks whether it is back.
-const probeEvery = time.Second
-
 // watcher keeps a view up to date from the API server with shared informers.
 type watcher struct {
 	client  kubernetes.Interface
@@ -33,6 +30,7 @@ func (w *watcher) start() error {
 	ctx, cancel := context.WithCancel(context.Background())
 	w.cancel = cancel
 	w.done = make(chan struct{})
+	viewSynced.Set(0)
 	w.factory = informers.NewSharedInformerFactoryWithOptions(w.client, 0, informers.WithTransform(toSmall))
 
 	v := w.view
@@ -52,7 +50,6 @@ func (w *watcher) start() error {
 			v.synced.Store(true)
 			viewSynced.Set(1)
 		}
-		w.probe(ctx)
 	}()
 
 	wait, stop := context.WithTimeout(ctx, syncWait)
@@ -68,12 +65,6 @@ func (w *watcher) start() error {
 
 // watch adds the handler that copies an informer's objects into the view.
 func (w *watcher) watch(inf cache.SharedIndexInformer, set func(obj any, present bool)) cache.InformerSynced {
-	inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
-		if !w.view.stale.Swap(true) {
-			log.Warningf("cluster view cut off from the API server, enrichment paused until it is back: %v", err)
-		}
-		cache.DefaultWatchErrorHandler(ctx, r, err)
-	})
 	inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(o any) { set(o, true) },
 		UpdateFunc: func(_, o any) { set(o, true) },
@@ -85,27 +76,6 @@ func (w *watcher) watch(inf cache.SharedIndexInformer, set func(obj any, present
 		},
 	})
 	return inf.HasSynced
-}
-
-// probe clears the stale mark once the API server answers again: a watch that resumes
-// where it stopped brings no event when nothing changed meanwhile.
-func (w *watcher) probe(ctx context.Context) {
-	t := time.NewTicker(probeEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		if !w.view.stale.Load() {
-			continue
-		}
-		if _, err := w.client.Discovery().ServerVersion(); err == nil {
-			w.view.stale.Store(false)
-			log.Info("cluster view back in touch with the API server")
-		}
-	}
 }
 
 // stop ends every informer goroutine; a Corefile reload must not leak them.

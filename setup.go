@@ -62,13 +62,14 @@ func setup(c *caddy.Controller) error {
 		return plugin.Error(pluginName, err)
 	}
 	g := New(cfg)
-	client, err := cfg.kubernetesClient()
+	v := newView()
+	client, err := cfg.kubernetesClient(v)
 	if err != nil {
 		return plugin.Error(pluginName, err)
 	}
 	if client != nil {
-		g.view, g.clients = newView(), cfg.clients
-		g.watcher = &watcher{client: client, view: g.view, clients: cfg.clients}
+		g.view, g.clients = v, cfg.clients
+		g.watcher = &watcher{client: client, view: v, clients: cfg.clients}
 		c.OnStartup(g.watcher.start)
 		c.OnShutdown(g.watcher.stop)
 	}

@@ -117,7 +117,7 @@ func (p *pod) waitRcode(t *testing.T, name string, qtype uint16, rcode int) *dns
 func (p *pod) nsguardLines() []string {
 	var lines []string
 	for _, l := range strings.Split(p.dns.Log(), "\n") {
-		if strings.Contains(l, "plugin/nsguard: answer through") {
+		if strings.Contains(l, "[WARNING] plugin/nsguard: ") {
 			lines = append(lines, l)
 		}
 	}

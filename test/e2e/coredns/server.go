@@ -146,3 +146,6 @@ func (b *syncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.b.String()
 }
+
+// Signal sends sig to the CoreDNS process; SIGUSR1 makes it reload its Corefile.
+func (s *Server) Signal(sig syscall.Signal) error { return s.cmd.Process.Signal(sig) }

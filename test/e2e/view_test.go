@@ -1,0 +1,232 @@
+package e2e
+
+import (
+	"context"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nsguard/nsguard/test/e2e/cluster"
+	"github.com/nsguard/nsguard/test/e2e/coredns"
+	"github.com/nsguard/nsguard/test/e2e/resolvers"
+)
+
+// withView is an nsguard block that watches the suite's cluster.
+func withView(lines ...string) string {
+	return "nsguard {\n        kubeconfig " + env.cp.Kubeconfig + "\n        " + strings.Join(lines, "\n        ") + "\n    }"
+}
+
+// waitSynced waits for nsguard's view to report synced on /metrics.
+func (p *pod) waitSynced(t *testing.T) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if body, err := p.dns.Scrape(); err == nil && strings.Contains(body, "\ncoredns_nsguard_view_synced 1\n") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("nsguard's view did not sync within 30s")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// The client is named from its Pod's address, and the line says what to change.
+func TestClientAndAdvice(t *testing.T) {
+	p := startDNS(t, "127.53.1.20", coredns.Config{NSGuard: withView()})
+	p.waitSynced(t)
+	p.expect(t, "my-app", trapped)
+	got := strings.Join(p.nsguardLines(), "\n")
+	for _, want := range []string{
+		"client=" + clientPodIP + " pod=new-namespace-1/client",
+		`fix="no Service my-app in new-namespace-1; Service my-app exists in new-namespace-2; use my-app.new-namespace-2, or create an ExternalName Service my-app in new-namespace-1 pointing at my-app.new-namespace-2.svc.cluster.local`,
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("no line holds %q:\n%s", want, got)
+		}
+	}
+}
+
+// The endpoint shadow, with a real headless Service and EndpointSlice, through glibc and musl.
+func TestEndpointShadow(t *testing.T) {
+	if err := cluster.ApplyShadow(t.Context(), env.cp.Clientset()); err != nil {
+		t.Fatal(err)
+	}
+	shadow := "primary.db.new-namespace-1.svc.cluster.local."
+	glibcMusl := func(want string) map[resolvers.Kind]string {
+		return map[resolvers.Kind]string{resolvers.Glibc: want, resolvers.Musl: want, resolvers.Go: want}
+	}
+
+	t.Run("without nsguard", func(t *testing.T) {
+		p := startDNS(t, "127.53.1.21", coredns.Config{})
+		p.waitRcode(t, shadow, dns.TypeA, dns.RcodeSuccess)
+		p.expect(t, "primary.db", glibcMusl(cluster.ShadowEndpoint4)) // the endpoint wins, silently
+	})
+	t.Run("log", func(t *testing.T) {
+		p := startDNS(t, "127.53.1.22", coredns.Config{NSGuard: withView()})
+		p.waitSynced(t)
+		p.expect(t, "primary.db", glibcMusl(cluster.ShadowEndpoint4))
+		got := strings.Join(p.nsguardLines(), "\n")
+		for _, want := range []string{`endpoint shadows a Service "primary.db"`, "pod=new-namespace-1/client",
+			`meant="Service primary in namespace db"`, "action=logged"} {
+			if !strings.Contains(got, want) {
+				t.Errorf("no line holds %q:\n%s", want, got)
+			}
+		}
+	})
+	t.Run("refuse", func(t *testing.T) {
+		p := startDNS(t, "127.53.1.23", coredns.Config{NSGuard: withView("mode refuse")})
+		p.waitSynced(t)
+		if res := p.ask(t, shadow, dns.TypeA); !isNXDomain(res) {
+			t.Errorf("the shadowing endpoint gave %v, want NXDOMAIN", res)
+		}
+		p.expect(t, "primary.db", glibcMusl(cluster.ShadowServiceIP)) // on to primary.db.svc.cluster.local
+		p.expect(t, "my-app.new-namespace-2", every(app))             // an endpoint-shaped first candidate that shadows nothing
+	})
+}
+
+// kube-apiserver killed and restarted mid-test: answers never stop, and the view catches up.
+func TestAPIServerRestart(t *testing.T) {
+	p := startDNS(t, "127.53.1.24", coredns.Config{NSGuard: withView("log_interval 100ms")})
+	p.waitSynced(t)
+
+	// Ask without pause for the whole outage; every question must be answered.
+	var asked, failed atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		c := &dns.Client{Timeout: time.Second}
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			m := new(dns.Msg)
+			m.SetQuestion(apex, dns.TypeA)
+			asked.Add(1)
+			if res, _, err := c.Exchange(m, p.dns.IP+":53"); err != nil || res.Rcode != dns.RcodeSuccess {
+				failed.Add(1)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+
+	env.cp.StopAPIServer()
+	time.Sleep(3 * time.Second) // long enough for the watches to fail
+	skipped := skips(t, p, "unreachable")
+	if err := env.cp.RestartAPIServer(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	restarted := time.Now()
+
+	// A namespace and a Service made after the restart must reach nsguard's advice within 10 s.
+	cs := env.cp.Clientset()
+	if _, err := cs.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "late"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cluster.CreateExternalNameService(t.Context(), cs, "new-namespace-2", "late", "late.example.net"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cs.CoreV1().Services("new-namespace-2").Delete(context.Background(), "late", deleteNow)
+		if err := cluster.FinalizeNamespaceDeletion(context.Background(), cs, "late"); err != nil {
+			t.Errorf("removing namespace late: %v", err)
+		}
+	})
+	for {
+		_, err := resolvers.Query(t.Context(), p.dns.IP+":53", "late.svc.cluster.local.", dns.TypeA)
+		if err == nil && strings.Contains(strings.Join(p.nsguardLines(), "\n"), "Service late exists in new-namespace-2") {
+			break
+		}
+		if time.Since(restarted) > 10*time.Second {
+			t.Fatalf("the view had not caught up 10s after the restart:\n%s", strings.Join(p.nsguardLines(), "\n"))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Logf("view caught up %v after the API server was back", time.Since(restarted).Round(10*time.Millisecond))
+	close(stop)
+	wg.Wait()
+	if failed.Load() != 0 || asked.Load() < 50 {
+		t.Errorf("%d of %d questions went unanswered during the restart", failed.Load(), asked.Load())
+	}
+	if skipped < 1 {
+		t.Errorf("no enrichment was counted as skipped while the API server was down")
+	}
+}
+
+var skipLine = regexp.MustCompile(`(?m)^coredns_nsguard_view_skips_total\{reason="(\w+)",[^}]*\} (\S+)$`)
+
+func skips(t *testing.T, p *pod, reason string) float64 {
+	t.Helper()
+	body, err := p.dns.Scrape()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total float64
+	for _, m := range skipLine.FindAllStringSubmatch(body, -1) {
+		if m[1] == reason {
+			v, _ := strconv.ParseFloat(m[2], 64)
+			total += v
+		}
+	}
+	return total
+}
+
+// 50 Corefile reloads leave no goroutine or watch behind.
+func TestReloadsDoNotLeak(t *testing.T) {
+	p := startDNS(t, "127.53.1.25", coredns.Config{NSGuard: withView()})
+	p.waitSynced(t)
+	settle := func() int {
+		time.Sleep(2 * time.Second)
+		return goroutines(t, p)
+	}
+	before := settle()
+	for i := range 50 {
+		done := strings.Count(p.dns.Log(), "Reloading complete")
+		if err := p.dns.Signal(syscall.SIGUSR1); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(20 * time.Second)
+		for strings.Count(p.dns.Log(), "Reloading complete") == done {
+			if time.Now().After(deadline) {
+				t.Fatalf("reload %d did not complete:\n%s", i+1, p.dns.Log())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	p.waitSynced(t)
+	p.expect(t, "my-app", trapped) // still serving, with nsguard
+	after := settle()
+	t.Logf("goroutines: %d before, %d after 50 reloads", before, after)
+	if after > before+5 {
+		t.Errorf("goroutines grew from %d to %d over 50 reloads", before, after)
+	}
+}
+
+var goroutineLine = regexp.MustCompile(`(?m)^go_goroutines (\d+)$`)
+
+func goroutines(t *testing.T, p *pod) int {
+	t.Helper()
+	body, err := p.dns.Scrape()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := goroutineLine.FindStringSubmatch(body)
+	if m == nil {
+		t.Fatal("no go_goroutines on /metrics")
+	}
+	n, _ := strconv.Atoi(m[1])
+	return n
+}
