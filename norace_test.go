@@ -1,0 +1,6 @@
+//go:build !race
+
+package nsguard
+
+// raceEnabled: the race detector is off, so heap budgets are held.
+const raceEnabled = false
