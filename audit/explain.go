@@ -1,0 +1,199 @@
+package audit
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/nsguard/nsguard"
+)
+
+// ExplainOptions are a pod's resolver settings. Zero values take the Kubernetes defaults.
+type ExplainOptions struct {
+	Zone   string   // cluster zone; default cluster.local
+	Search []string // default <from>.svc.<zone> svc.<zone> <zone>
+	Ndots  int      // 0 means the default, 5; a negative value means ndots:0
+}
+
+// Candidate is one name the resolver sends, how cluster DNS reads it and what it answers.
+type Candidate struct {
+	Name    string `json:"name"`
+	ReadAs  string `json:"readAs"`
+	CoreDNS Answer `json:"coredns"`
+	KubeDNS Answer `json:"kubeDNS"`
+}
+
+// Outcome is where a lookup ends with one cluster DNS. Index is a 0-based candidate
+// index, -1 for none.
+type Outcome struct {
+	Winner   int    `json:"winner"`   // glibc and Go: the first candidate with records, or an upstream one
+	MuslStop int    `json:"muslStop"` // musl: the first NOERROR candidate; it stops there even without records
+	Meant    bool   `json:"meant"`    // the winner is what the name most likely meant
+	Verdict  string `json:"verdict"`
+}
+
+// Explanation is what Explain found.
+type Explanation struct {
+	Name       string      `json:"name"`
+	From       string      `json:"from"`
+	Zone       string      `json:"zone"`
+	Search     []string    `json:"search"`
+	Ndots      int         `json:"ndots"`
+	Meant      string      `json:"meant"`               // what the name most likely meant, in words
+	MeantName  string      `json:"meantName,omitempty"` // its fully qualified name, if in the cluster
+	Candidates []Candidate `json:"candidates"`
+	CoreDNS    Outcome     `json:"corednsOutcome"`
+	KubeDNS    Outcome     `json:"kubeDNSOutcome"`
+}
+
+// Explain lists the search candidates a pod in namespace from sends for name, and what
+// CoreDNS and kube-dns answer to each.
+func Explain(c *Cluster, name, from string, o ExplainOptions) Explanation {
+	zone := strings.ToLower(strings.TrimSuffix(o.Zone, "."))
+	if zone == "" {
+		zone = "cluster.local"
+	}
+	from = strings.ToLower(from)
+	search := o.Search
+	if search == nil {
+		search = []string{from + ".svc." + zone, "svc." + zone, zone}
+	}
+	ndots := o.Ndots
+	switch {
+	case ndots == 0:
+		ndots = 5
+	case ndots < 0:
+		ndots = 0
+	}
+	e := Explanation{Name: name, From: from, Zone: zone, Search: search, Ndots: ndots}
+	for _, cand := range Candidates(name, search, ndots) {
+		e.Candidates = append(e.Candidates, Candidate{
+			Name: cand, ReadAs: readAs(cand, zone),
+			CoreDNS: c.CoreDNS(cand, zone), KubeDNS: c.KubeDNS(cand, zone),
+		})
+	}
+	e.Meant, e.MeantName = meant(c, name, from, zone)
+	e.CoreDNS = outcome(e, func(c Candidate) Answer { return c.CoreDNS })
+	e.KubeDNS = outcome(e, func(c Candidate) Answer { return c.KubeDNS })
+	return e
+}
+
+// Candidates returns the names a stub resolver sends for name, in order: a name with a
+// trailing dot as is; one with fewer than ndots dots through the search list first, then
+// as typed; any other as typed first.
+func Candidates(name string, search []string, ndots int) []string {
+	name = strings.ToLower(name)
+	if strings.HasSuffix(name, ".") {
+		return []string{name}
+	}
+	var out []string
+	for _, s := range search {
+		out = append(out, name+"."+strings.ToLower(strings.Trim(s, "."))+".")
+	}
+	if strings.Count(name, ".") >= ndots {
+		return append([]string{name + "."}, out...)
+	}
+	return append(out, name+".")
+}
+
+func readAs(qname, zone string) string {
+	n := nsguard.Classify(qname, zoneList(zone))
+	switch n.Shape {
+	case nsguard.OutOfZone:
+		return "outside the cluster zone"
+	case nsguard.NamespaceApex:
+		return "namespace " + n.Namespace + " (apex)"
+	case nsguard.Service:
+		return "Service " + n.Service + " in " + n.Namespace
+	case nsguard.Endpoint:
+		return "endpoint " + n.Endpoint + " of Service " + n.Service + " in " + n.Namespace
+	case nsguard.Other:
+		return "no cluster name"
+	}
+	return n.Shape.String()
+}
+
+// meant guesses what a person typing name in namespace from wanted: x is Service x, a.b
+// and a.b.svc are Service a in namespace b, and a name in the zone is itself. Anything
+// else is a host outside the cluster.
+func meant(c *Cluster, name, from, zone string) (string, string) {
+	name = strings.ToLower(name)
+	zones := zoneList(zone)
+	if strings.HasSuffix(name, ".") {
+		if nsguard.Classify(name, zones).Shape == nsguard.OutOfZone {
+			return "host " + name + " outside the cluster", ""
+		}
+		return readAs(name, zone), name
+	}
+	if n := nsguard.Classify(name+".", zones); n.Shape != nsguard.OutOfZone {
+		return readAs(name+".", zone), name + "."
+	}
+	labels := strings.Split(name, ".")
+	svc := func(ns, s string) (string, string) {
+		return "Service " + s + " in " + ns, s + "." + ns + ".svc." + zone + "."
+	}
+	switch {
+	case len(labels) == 1:
+		if c.Service(from, name) != nil {
+			return svc(from, name)
+		}
+		var homes []string
+		for _, s := range c.ServicesNamed(name) {
+			homes = append(homes, s.Namespace)
+		}
+		switch len(homes) {
+		case 0:
+		case 1:
+			m, _ := svc(homes[0], name)
+			return m + ", which " + name + " does not reach from " + from + " (use " + name + "." + homes[0] + ")", ""
+		default:
+			return "Service " + name + " (in " + strings.Join(homes, ", ") + "; none in " + from + ")", ""
+		}
+	case len(labels) == 2 || len(labels) == 3 && labels[2] == "svc":
+		if c.Service(labels[1], labels[0]) != nil {
+			return svc(labels[1], labels[0])
+		}
+		if len(labels) == 2 && c.Endpoint(from, labels[1], labels[0]) != nil {
+			return "endpoint " + labels[0] + " of Service " + labels[1] + " in " + from, name + "." + from + ".svc." + zone + "."
+		}
+	}
+	return "host " + name + " outside the cluster", ""
+}
+
+func outcome(e Explanation, answer func(Candidate) Answer) Outcome {
+	o := Outcome{Winner: -1, MuslStop: -1}
+	for i, cand := range e.Candidates {
+		a := answer(cand)
+		if o.MuslStop < 0 && (a.Rcode == NoError || a.Rcode == Upstream) {
+			o.MuslStop = i
+		}
+		if a.HasRecords() || a.Rcode == Upstream {
+			o.Winner = i
+			break
+		}
+	}
+	outside := e.MeantName == "" && strings.HasPrefix(e.Meant, "host ")
+	switch {
+	case o.Winner < 0:
+		o.Verdict = "no candidate answers: the lookup fails"
+		return o
+	case e.Candidates[o.Winner].Name == e.MeantName:
+		o.Meant = true
+	case outside && answer(e.Candidates[o.Winner]).Rcode == Upstream:
+		o.Meant = true
+	}
+	w := e.Candidates[o.Winner]
+	if answer(w).Rcode == Upstream {
+		o.Verdict = fmt.Sprintf("candidate %d (%s) goes upstream", o.Winner+1, w.Name)
+	} else {
+		o.Verdict = fmt.Sprintf("candidate %d (%s, %s) answers %s", o.Winner+1, w.Name, w.ReadAs, answer(w))
+	}
+	if o.Meant {
+		o.Verdict += ": as meant"
+	} else {
+		o.Verdict += ": NOT what " + e.Name + " most likely meant (" + e.Meant + ")"
+	}
+	if o.MuslStop >= 0 && o.MuslStop < o.Winner {
+		o.Verdict += fmt.Sprintf("; musl stops at candidate %d (NODATA) and fails", o.MuslStop+1)
+	}
+	return o
+}

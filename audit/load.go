@@ -1,0 +1,288 @@
+package audit
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+)
+
+// LoadFiles reads manifests from paths: files, directories (recursively, *.yaml, *.yml and
+// *.json) or "-" for stdin. Each file may hold several YAML documents or JSON objects,
+// List kinds and the output of kubectl get -o yaml|json. Kinds nsguard does not need are
+// skipped; a document that cannot be decoded fails the load, naming file and document.
+func LoadFiles(paths []string, stdin io.Reader) (*Cluster, error) {
+	c := NewCluster()
+	for _, p := range paths {
+		if p == "-" {
+			if err := c.loadStream(stdin, "<stdin>"); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		info, err := os.Stat(p)
+		if err != nil {
+			return nil, err
+		}
+		if !info.IsDir() {
+			if err := c.loadFile(p); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			switch strings.ToLower(filepath.Ext(path)) {
+			case ".yaml", ".yml", ".json":
+				if !d.IsDir() {
+					return c.loadFile(path)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+func (c *Cluster) loadFile(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return c.loadStream(f, path)
+}
+
+func (c *Cluster) loadStream(r io.Reader, name string) error {
+	d := utilyaml.NewYAMLOrJSONDecoder(bufio.NewReader(r), 4096)
+	for n := 1; ; n++ {
+		var raw json.RawMessage
+		err := d.Decode(&raw)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		where := fmt.Sprintf("%s: document %d", name, n)
+		if err != nil {
+			return fmt.Errorf("%s: %w", where, err)
+		}
+		if len(raw) == 0 || string(raw) == "null" {
+			continue // an empty document, e.g. only comments
+		}
+		if err := c.addRaw(raw, where, "", ""); err != nil {
+			return fmt.Errorf("%s: %w", where, err)
+		}
+	}
+}
+
+type header struct {
+	APIVersion string            `json:"apiVersion"`
+	Kind       string            `json:"kind"`
+	Items      []json.RawMessage `json:"items"`
+}
+
+var decoder = scheme.Codecs.UniversalDeserializer()
+
+// addRaw adds one JSON object. Items of a typed list (ServiceList) may lack apiVersion
+// and kind, as the API returns them; they inherit them from the list.
+func (c *Cluster) addRaw(raw []byte, where, apiVersion, kind string) error {
+	var h header
+	if err := json.Unmarshal(raw, &h); err != nil {
+		return fmt.Errorf("not a Kubernetes object: %w", err)
+	}
+	if h.Kind == "" && kind != "" {
+		h.Kind, h.APIVersion = kind, apiVersion
+		var m map[string]any
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return err
+		}
+		m["kind"], m["apiVersion"] = kind, apiVersion
+		raw, _ = json.Marshal(m)
+	}
+	switch {
+	case h.Kind == "":
+		return errors.New("no kind")
+	case h.APIVersion == "":
+		return fmt.Errorf("%s without apiVersion", h.Kind)
+	case strings.HasSuffix(h.Kind, "List"):
+		itemKind := ""
+		if h.Kind != "List" {
+			itemKind = strings.TrimSuffix(h.Kind, "List")
+		}
+		for i, item := range h.Items {
+			if err := c.addRaw(item, where, h.APIVersion, itemKind); err != nil {
+				return fmt.Errorf("item %d: %w", i+1, err)
+			}
+		}
+		return nil
+	}
+	switch h.Kind {
+	case "Namespace", "Service", "EndpointSlice", "Endpoints", "StatefulSet", "Pod":
+	default:
+		return nil // not a kind cluster DNS answers from
+	}
+	obj, _, err := decoder.Decode(raw, nil, nil)
+	if err != nil {
+		return fmt.Errorf("%s: %w", h.Kind, err)
+	}
+	return c.add(obj, where)
+}
+
+// add records one typed object. Offline, a namespaced object without a namespace is in "default".
+func (c *Cluster) add(obj runtime.Object, src string) error {
+	m, ok := obj.(metav1.Object)
+	if !ok {
+		return nil
+	}
+	if m.GetName() == "" {
+		return fmt.Errorf("%T without metadata.name", obj)
+	}
+	ns := m.GetNamespace()
+	if ns == "" {
+		ns = metav1.NamespaceDefault
+	}
+	switch o := obj.(type) {
+	case *corev1.Namespace:
+		c.AddNamespace(o.Name, src)
+	case *corev1.Service:
+		c.AddService(Service{
+			Namespace: ns, Name: o.Name, Type: string(o.Spec.Type), ExternalName: o.Spec.ExternalName,
+			Headless: o.Spec.ClusterIP == corev1.ClusterIPNone, ClusterIPs: clusterIPs(o), Source: src,
+		})
+	case *discoveryv1.EndpointSlice:
+		svc := o.Labels[discoveryv1.LabelServiceName]
+		if svc == "" {
+			return nil // not owned by a Service: DNS does not use it
+		}
+		for _, ep := range o.Endpoints {
+			if ep.Conditions.Ready != nil && !*ep.Conditions.Ready {
+				continue
+			}
+			c.addEndpoint(ns, svc, ptrString(ep.Hostname), ep.TargetRef, ep.Addresses, src)
+		}
+	case *corev1.Endpoints:
+		for _, ss := range o.Subsets {
+			for _, a := range ss.Addresses {
+				c.addEndpoint(ns, o.Name, a.Hostname, a.TargetRef, []string{a.IP}, src)
+			}
+		}
+	case *appsv1.StatefulSet:
+		// Offline dumps often hold the StatefulSet but not its slices: its pods will be
+		// the hostnames <name>-<i> of the governing Service.
+		if o.Spec.ServiceName == "" {
+			return nil
+		}
+		replicas := int32(1)
+		if o.Spec.Replicas != nil {
+			replicas = min(*o.Spec.Replicas, 10000)
+		}
+		for i := range replicas {
+			c.AddEndpoint(ns, o.Spec.ServiceName, Endpoint{Name: fmt.Sprintf("%s-%d", o.Name, i), Kind: Hostname, Source: src})
+		}
+	case *corev1.Pod:
+		if o.Spec.Hostname != "" && o.Spec.Subdomain != "" {
+			var addrs []string
+			for _, ip := range o.Status.PodIPs {
+				addrs = append(addrs, ip.IP)
+			}
+			c.AddEndpoint(ns, o.Spec.Subdomain, Endpoint{Name: o.Spec.Hostname, Kind: Hostname, Addrs: addrs, Source: src})
+		}
+	}
+	return nil
+}
+
+func (c *Cluster) addEndpoint(ns, svc, hostname string, ref *corev1.ObjectReference, addrs []string, src string) {
+	if hostname != "" {
+		c.AddEndpoint(ns, svc, Endpoint{Name: hostname, Kind: Hostname, Addrs: addrs, Source: src})
+	} else {
+		for _, a := range addrs {
+			c.AddAddress(ns, svc, a, src)
+		}
+	}
+	if ref != nil && ref.Kind == "Pod" && ref.Name != "" && ref.Name != hostname {
+		c.AddEndpoint(ns, svc, Endpoint{Name: ref.Name, Kind: PodName, Addrs: addrs, Source: src})
+	}
+}
+
+func clusterIPs(s *corev1.Service) []string {
+	if s.Spec.ClusterIP == "" || s.Spec.ClusterIP == corev1.ClusterIPNone {
+		return nil
+	}
+	if len(s.Spec.ClusterIPs) > 0 {
+		return s.Spec.ClusterIPs
+	}
+	return []string{s.Spec.ClusterIP}
+}
+
+func ptrString(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+// LoadLive reads namespaces, Services and EndpointSlices from the API. It only lists.
+func LoadLive(ctx context.Context, cs kubernetes.Interface) (*Cluster, error) {
+	c := NewCluster()
+	opts := metav1.ListOptions{Limit: 500}
+	for opts.Continue = ""; ; {
+		l, err := cs.CoreV1().Namespaces().List(ctx, opts)
+		if err != nil {
+			return nil, fmt.Errorf("listing namespaces: %w", err)
+		}
+		for i := range l.Items {
+			c.AddNamespace(l.Items[i].Name, "live")
+		}
+		if opts.Continue = l.Continue; opts.Continue == "" {
+			break
+		}
+	}
+	for opts.Continue = ""; ; {
+		l, err := cs.CoreV1().Services("").List(ctx, opts)
+		if err != nil {
+			return nil, fmt.Errorf("listing services: %w", err)
+		}
+		for i := range l.Items {
+			if err := c.add(&l.Items[i], "live"); err != nil {
+				return nil, err
+			}
+		}
+		if opts.Continue = l.Continue; opts.Continue == "" {
+			break
+		}
+	}
+	for opts.Continue = ""; ; {
+		l, err := cs.DiscoveryV1().EndpointSlices("").List(ctx, opts)
+		if err != nil {
+			return nil, fmt.Errorf("listing endpointslices: %w", err)
+		}
+		for i := range l.Items {
+			if err := c.add(&l.Items[i], "live"); err != nil {
+				return nil, err
+			}
+		}
+		if opts.Continue = l.Continue; opts.Continue == "" {
+			break
+		}
+	}
+	return c, nil
+}

@@ -1,0 +1,103 @@
+package audit
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestLoadErrorsNameFileAndDocument(t *testing.T) {
+	tests := []struct{ file, want string }{
+		{"testdata/bad/bad.yaml", "testdata/bad/bad.yaml: document 2: Service: "},
+		{"testdata/bad/nokind.yaml", "testdata/bad/nokind.yaml: document 1: no kind"},
+		{"testdata/bad/syntax.yaml", "testdata/bad/syntax.yaml: document 2: "},
+	}
+	for _, tt := range tests {
+		_, err := LoadFiles([]string{tt.file}, nil)
+		if err == nil || !strings.HasPrefix(err.Error(), tt.want) {
+			t.Errorf("%s: error %v, want prefix %q", tt.file, err, tt.want)
+		}
+	}
+	if _, err := LoadFiles([]string{"testdata/missing.yaml"}, nil); err == nil {
+		t.Error("a missing file loaded")
+	}
+}
+
+func TestLoadSources(t *testing.T) {
+	stdin := strings.NewReader(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"from-stdin"}}`)
+	c, err := LoadFiles([]string{"testdata/broad", "-"}, stdin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ns := range []string{"apps", "legacy", "web", "billing", "com", "svc", "team-a", "tools", "from-stdin"} {
+		if c.Namespace(ns) == nil {
+			t.Errorf("namespace %s not loaded", ns)
+		}
+	}
+	if s := c.Service("com", "google"); s == nil || s.ExternalName != "evil.example.net" {
+		t.Errorf("typed List item: %+v", s)
+	}
+	if e := c.Endpoint("web", "nginx", "web-1"); e == nil || e.Kind != Hostname {
+		t.Errorf("StatefulSet endpoint web-1: %+v", e)
+	}
+	if c.Namespace("tools").Source != "implied by Service tools/team-a" {
+		t.Errorf("tools: %+v", c.Namespace("tools"))
+	}
+	if got := c.Service("apps", "to-apex").Source; got != "testdata/broad/aliases.yaml: document 4" {
+		t.Errorf("source %q", got)
+	}
+	c = load(t, "testdata/shadow-list.yaml")
+	if e := c.Endpoint("new-namespace-1", "db", "primary"); e == nil || e.Addrs[0] != "10.244.1.20" {
+		t.Errorf("slice endpoint: %+v", e)
+	}
+}
+
+// TestAuditOfflineScale is the issue's budget: 5,000 namespaces and 20,000 Services
+// read from manifests and audited in under 2 s (the race detector gets more).
+func TestAuditOfflineScale(t *testing.T) {
+	path := writeScale(t)
+	start := time.Now()
+	c := load(t, path)
+	fs := Audit(c, "cluster.local")
+	took := time.Since(start)
+	if n, s := c.Len(); n != 5000 || s != 20000 || len(fs) == 0 {
+		t.Fatalf("%d namespaces, %d services, %d findings", n, s, len(fs))
+	}
+	budget := 2 * time.Second
+	if raceEnabled {
+		budget *= 10
+	}
+	t.Logf("load and audit: %v", took)
+	if took > budget {
+		t.Errorf("took %v, budget %v", took, budget)
+	}
+}
+
+func BenchmarkLoadAndAudit(b *testing.B) {
+	path := writeScale(b)
+	for b.Loop() {
+		Audit(load(b, path), "cluster.local")
+	}
+}
+
+func writeScale(t testing.TB) string {
+	var sb strings.Builder
+	for i := range 5000 {
+		fmt.Fprintf(&sb, "---\napiVersion: v1\nkind: Namespace\nmetadata: {name: ns-%d}\n", i)
+	}
+	for i := range 20000 {
+		name := fmt.Sprintf("svc-%d", i)
+		if i%50 == 0 {
+			name = fmt.Sprintf("ns-%d", i/50+1) // 400 distinct names, each in another namespace
+		}
+		fmt.Fprintf(&sb, "---\napiVersion: v1\nkind: Service\nmetadata: {name: %s, namespace: ns-%d}\nspec: {clusterIP: 10.96.0.1, ports: [{port: 80}]}\n", name, i%5000)
+	}
+	path := filepath.Join(t.TempDir(), "scale.yaml")
+	if err := os.WriteFile(path, []byte(sb.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}

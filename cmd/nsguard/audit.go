@@ -1,0 +1,163 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/nsguard/nsguard/audit"
+)
+
+const auditSynopsis = `nsguard audit [-f PATH]... [--kubeconfig FILE] [--context NAME] [--zone ZONE]
+                     [--output table|json|github] [--fail-on error|warning|info|none]
+
+Lists every finding: namespace-captures-service, endpoint-shadows-service,
+alias-through-namespace, alias-dangling, alias-loop, reserved-namespace. The JSON
+schema is documented in package github.com/nsguard/nsguard/audit (go doc ./audit).`
+
+func runAudit(args []string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
+	fs := newFlagSet("audit", auditSynopsis, stderr)
+	var src source
+	src.register(fs)
+	output := fs.String("output", "table", "output format: table, json or github (workflow annotations)")
+	fs.StringVar(output, "o", "table", "shorthand for --output")
+	failOn := fs.String("fail-on", "warning", "exit 1 on a finding of this severity or above: error, warning, info or none")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return 2, err
+	}
+	if len(pos) > 0 {
+		return 2, usagef("audit takes no arguments, got %q (manifests go after -f)", pos[0])
+	}
+	if err := src.check(); err != nil {
+		return 2, err
+	}
+	threshold := 0
+	switch *failOn {
+	case "none":
+		threshold = 99
+	case "error", "warning", "info":
+		threshold = audit.Severity(*failOn).Rank()
+	default:
+		return 2, usagef("--fail-on %q: want error, warning, info or none", *failOn)
+	}
+	write, ok := map[string]func(io.Writer, []audit.Finding, string) error{
+		"table": writeTable, "json": writeJSON, "github": writeGitHub,
+	}[*output]
+	if !ok {
+		return 2, usagef("--output %q: want table, json or github", *output)
+	}
+	c, err := src.load(stdin)
+	if err != nil {
+		return 2, err
+	}
+	findings := audit.Audit(c, src.zone)
+	if err := write(stdout, findings, strings.TrimSuffix(src.zone, ".")); err != nil {
+		return 2, err
+	}
+	for _, f := range findings {
+		if f.Severity.Rank() >= threshold {
+			return 1, nil
+		}
+	}
+	return 0, nil
+}
+
+func summary(findings []audit.Finding) map[string]int {
+	m := map[string]int{"error": 0, "warning": 0, "info": 0}
+	for _, f := range findings {
+		m[string(f.Severity)]++
+	}
+	return m
+}
+
+func writeJSON(w io.Writer, findings []audit.Finding, zone string) error {
+	if findings == nil {
+		findings = []audit.Finding{}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(struct {
+		Version  int             `json:"version"`
+		Zone     string          `json:"zone"`
+		Summary  map[string]int  `json:"summary"`
+		Findings []audit.Finding `json:"findings"`
+	}{1, zone, summary(findings), findings})
+}
+
+func writeTable(w io.Writer, findings []audit.Finding, zone string) error {
+	if len(findings) == 0 {
+		_, err := fmt.Fprintln(w, "no findings")
+		return err
+	}
+	var b strings.Builder
+	for i, f := range findings {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		fmt.Fprintf(&b, "%-7s  %s\n", strings.ToUpper(string(f.Severity)), f.Check)
+		fmt.Fprintf(&b, "  %-9s %s\n", "what:", f.Message)
+		objs := make([]string, len(f.Objects))
+		for j, o := range f.Objects {
+			objs[j] = o.String()
+		}
+		fmt.Fprintf(&b, "  %-9s %s\n", "objects:", strings.Join(objs, ", "))
+		fmt.Fprintf(&b, "  %-9s %s\n", "clients:", f.Clients)
+		if f.Name != "" && f.CoreDNS != nil {
+			fmt.Fprintf(&b, "  %-9s %s A -> %s\n", "coredns:", f.Name, describe(*f.CoreDNS))
+			fmt.Fprintf(&b, "  %-9s %s A -> %s\n", "kube-dns:", f.Name, describe(*f.KubeDNS))
+		}
+		fmt.Fprintf(&b, "  %-9s %s\n", "fix:", f.Fix)
+	}
+	s := summary(findings)
+	fmt.Fprintf(&b, "\n%d findings: %d error, %d warning, %d info\n", len(findings), s["error"], s["warning"], s["info"])
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func describe(a audit.Answer) string {
+	s := a.String()
+	if a.Rcode == audit.NoError && len(a.Records) > 0 {
+		s = "NOERROR " + s
+	}
+	if a.Note != "" {
+		s += " (" + a.Note + ")"
+	}
+	return s
+}
+
+// writeGitHub prints workflow commands; GitHub turns them into annotations on the
+// manifest that holds the first object with a file.
+func writeGitHub(w io.Writer, findings []audit.Finding, zone string) error {
+	for _, f := range findings {
+		level := "warning"
+		switch f.Severity {
+		case audit.Error:
+			level = "error"
+		case audit.Info:
+			level = "notice"
+		}
+		props := []string{}
+		for _, o := range f.Objects {
+			if file, _, ok := strings.Cut(o.Source, ": document "); ok && o.Source != file {
+				props = append(props, "file="+escapeProperty(file))
+				break
+			}
+		}
+		props = append(props, "title="+escapeProperty("nsguard "+f.Check))
+		msg := f.Message + "\nclients: " + f.Clients.String() + "\nfix: " + f.Fix
+		if _, err := fmt.Fprintf(w, "::%s %s::%s\n", level, strings.Join(props, ","), escapeData(msg)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func escapeData(s string) string {
+	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A").Replace(s)
+}
+
+func escapeProperty(s string) string {
+	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A", ":", "%3A", ",", "%2C").Replace(s)
+}

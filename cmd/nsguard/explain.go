@@ -1,0 +1,120 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/nsguard/nsguard"
+	"github.com/nsguard/nsguard/audit"
+)
+
+const explainSynopsis = `nsguard explain NAME --from NAMESPACE [-f PATH]... [--kubeconfig FILE] [--context NAME]
+                       [--ndots N] [--search "DOMAIN ..."] [--zone ZONE] [--output table|json]
+
+Prints each search candidate a pod in NAMESPACE sends for NAME and what CoreDNS and
+kube-dns answer to it (A question), marks the candidate that wins and says whether
+that is what NAME most likely meant. Exit status 1 when it is not.`
+
+func runExplain(args []string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
+	fs := newFlagSet("explain", explainSynopsis, stderr)
+	var src source
+	src.register(fs)
+	from := fs.String("from", "", "namespace of the pod that looks the name up (required)")
+	ndots := fs.Int("ndots", 5, "the resolver's ndots option")
+	search := fs.String("search", "", `search domains, space separated (default "<from>.svc.<zone> svc.<zone> <zone>")`)
+	output := fs.String("output", "table", "output format: table or json")
+	fs.StringVar(output, "o", "table", "shorthand for --output")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return 2, err
+	}
+	switch {
+	case len(pos) != 1:
+		return 2, usagef("explain takes one NAME, got %d arguments", len(pos))
+	case *from == "":
+		return 2, usagef("--from NAMESPACE is required")
+	case !nsguard.IsDNSLabel(*from):
+		return 2, usagef("--from %q: not a namespace name", *from)
+	case *ndots < 0 || *ndots > 15:
+		return 2, usagef("--ndots %d: want 0 to 15", *ndots)
+	case *output != "table" && *output != "json":
+		return 2, usagef("--output %q: want table or json", *output)
+	}
+	name := pos[0]
+	if err := checkName(name); err != nil {
+		return 2, err
+	}
+	if err := src.check(); err != nil {
+		return 2, err
+	}
+	opts := audit.ExplainOptions{Zone: src.zone, Ndots: *ndots}
+	if *ndots == 0 {
+		opts.Ndots = -1 // the package reads 0 as "default"
+	}
+	if *search != "" {
+		opts.Search = strings.Fields(*search)
+	}
+	c, err := src.load(stdin)
+	if err != nil {
+		return 2, err
+	}
+	e := audit.Explain(c, name, *from, opts)
+	if *output == "json" {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		err = enc.Encode(e)
+	} else {
+		err = writeExplanation(stdout, e)
+	}
+	if err != nil {
+		return 2, err
+	}
+	if !e.CoreDNS.Meant || !e.KubeDNS.Meant {
+		return 1, nil
+	}
+	return 0, nil
+}
+
+func checkName(name string) error {
+	trimmed := strings.TrimSuffix(name, ".")
+	if trimmed == "" {
+		return usagef("NAME %q: empty", name)
+	}
+	for _, l := range strings.Split(trimmed, ".") {
+		if !validLabel(l) {
+			return usagef("NAME %q: label %q is not a DNS label", name, l)
+		}
+	}
+	return nil
+}
+
+func writeExplanation(w io.Writer, e audit.Explanation) error {
+	fmt.Fprintf(w, "%s from namespace %s (ndots %d, search %s)\n", e.Name, e.From, e.Ndots, strings.Join(e.Search, " "))
+	fmt.Fprintf(w, "most likely meant: %s\n\n", e.Meant)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "#\tCANDIDATE\tREAD AS\tCOREDNS\tKUBE-DNS")
+	for i, c := range e.Candidates {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s%s\t%s%s\n", i+1, c.Name, c.ReadAs,
+			c.CoreDNS, mark(i, e.CoreDNS), c.KubeDNS, mark(i, e.KubeDNS))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "\ncoredns:  %s\nkube-dns: %s\n", e.CoreDNS.Verdict, e.KubeDNS.Verdict)
+	return err
+}
+
+func mark(i int, o audit.Outcome) string {
+	switch {
+	case i == o.Winner && o.Meant:
+		return "  <- wins"
+	case i == o.Winner:
+		return "  <- wins (wrong)"
+	case i == o.MuslStop:
+		return "  <- musl stops"
+	}
+	return ""
+}

@@ -1,0 +1,161 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+const fixtures = "../../audit/testdata/"
+
+func runCLI(stdin string, args ...string) (code int, stdout, stderr string) {
+	var out, errb bytes.Buffer
+	code = run(args, strings.NewReader(stdin), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestExitStatus(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want int
+		err  string // substring of stderr
+	}{
+		{"incident", []string{"audit", "-f", fixtures + "incident.yaml"}, 1, ""},
+		{"near misses", []string{"audit", "-f", fixtures + "broad/near-misses.yaml"}, 0, ""},
+		{"warnings under fail-on error", []string{"audit", "--fail-on", "error", "-f", fixtures + "broad/reserved.json"}, 1, ""},
+		{"errors under fail-on error", []string{"audit", "--fail-on=error", "-f", fixtures + "broad/aliases.yaml"}, 1, ""},
+		{"fail-on none", []string{"audit", "--fail-on", "none", "-f", fixtures + "incident.yaml"}, 0, ""},
+		{"malformed", []string{"audit", "-f", fixtures + "bad/bad.yaml"}, 2, "bad/bad.yaml: document 2: Service"},
+		{"malformed in a directory", []string{"audit", "-f", fixtures}, 2, "document"},
+		{"bad output", []string{"audit", "-o", "xml", "-f", fixtures + "incident.yaml"}, 2, `--output "xml"`},
+		{"bad fail-on", []string{"audit", "--fail-on", "fatal"}, 2, `--fail-on "fatal"`},
+		{"unknown flag", []string{"audit", "--bogus"}, 2, "bogus"},
+		{"stray argument", []string{"audit", "incident.yaml"}, 2, `got "incident.yaml"`},
+		{"files and kubeconfig", []string{"audit", "-f", "x", "--kubeconfig", "y"}, 2, "cannot be combined"},
+		{"unknown command", []string{"check"}, 2, `unknown command "check"`},
+		{"no command", nil, 2, "Usage"},
+		{"explain without from", []string{"explain", "my-app", "-f", fixtures + "incident.yaml"}, 2, "--from NAMESPACE is required"},
+		{"explain bad ndots", []string{"explain", "my-app", "--from", "a", "--ndots", "-1"}, 2, "--ndots -1"},
+		{"explain bad name", []string{"explain", "my_app!", "--from", "a"}, 2, `label "my_app!"`},
+		{"explain trap", []string{"explain", "my-app", "--from", "new-namespace-1", "-f", fixtures + "incident.yaml"}, 1, ""},
+		{"explain fine", []string{"explain", "--from", "new-namespace-2", "my-app", "-f", fixtures + "incident.yaml"}, 0, ""},
+		{"missing file", []string{"audit", "-f", fixtures + "nope.yaml"}, 2, "nope.yaml"},
+		{"help", []string{"audit", "-h"}, 0, "--fail-on"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errs := runCLI("", tt.args...)
+			if code != tt.want || !strings.Contains(errs, tt.err) {
+				t.Errorf("exit %d, want %d; stderr %q, want it to hold %q\nstdout:\n%s", code, tt.want, errs, tt.err, out)
+			}
+		})
+	}
+}
+
+func TestWarningsBelowFailOn(t *testing.T) {
+	// Namespace com with a Service in it: "google.com" typed in any pod reaches that Service first.
+	com := "apiVersion: v1\nkind: Namespace\nmetadata: {name: com}\n---\napiVersion: v1\nkind: Service\nmetadata: {name: google, namespace: com}\nspec: {type: ExternalName, externalName: evil.example.net}\n"
+	if code, out, _ := runCLI(com, "audit", "--fail-on", "error", "-f", "-"); code != 0 || !strings.Contains(out, "WARNING  reserved-namespace") {
+		t.Errorf("exit %d:\n%s", code, out)
+	}
+	if code, _, _ := runCLI(com, "audit", "-f", "-"); code != 1 {
+		t.Errorf("default --fail-on warning: exit %d", code)
+	}
+	empty := "apiVersion: v1\nkind: Namespace\nmetadata: {name: dev}\n"
+	if code, out, _ := runCLI(empty, "audit", "-f", "-"); code != 0 || !strings.Contains(out, "INFO     reserved-namespace") {
+		t.Errorf("an empty namespace named like a TLD is for information only: exit %d:\n%s", code, out)
+	}
+}
+
+func TestTableOutput(t *testing.T) {
+	_, out, _ := runCLI("", "audit", "-f", fixtures+"incident.yaml")
+	for _, want := range []string{
+		"ERROR    namespace-captures-service",
+		"clients:  every namespace except new-namespace-2",
+		"coredns:  my-app.svc.cluster.local. A -> NODATA",
+		"kube-dns: my-app.svc.cluster.local. A -> NOERROR CNAME other-app-1.example.net., CNAME other-app-2.example.net.",
+		"fix:      clients outside new-namespace-2: use my-app.new-namespace-2",
+		"1 findings: 1 error, 0 warning, 0 info",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestJSONOutputFromStdin(t *testing.T) {
+	manifest := `apiVersion: v1
+kind: Namespace
+metadata: {name: svc}
+`
+	code, out, errs := runCLI(manifest, "audit", "-o", "json", "-f", "-")
+	if code != 1 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var doc struct {
+		Version  int
+		Zone     string
+		Summary  map[string]int
+		Findings []struct {
+			Check, Severity string
+			Objects         []struct{ Kind, Name, Source string }
+			Clients         struct{ Scope string }
+			Fix             string
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Version != 1 || doc.Zone != "cluster.local" || doc.Summary["error"] != 1 || len(doc.Findings) != 1 {
+		t.Fatalf("%+v", doc)
+	}
+	f := doc.Findings[0]
+	if f.Check != "reserved-namespace" || f.Severity != "error" || f.Objects[0].Source != "<stdin>: document 1" || f.Clients.Scope != "all" || f.Fix == "" {
+		t.Errorf("%+v", f)
+	}
+	_, out, _ = runCLI("", "audit", "-o", "json", "-f", fixtures+"broad/near-misses.yaml")
+	if !strings.Contains(out, `"findings": []`) {
+		t.Errorf("no findings must be an empty list:\n%s", out)
+	}
+}
+
+func TestGitHubOutput(t *testing.T) {
+	_, out, _ := runCLI("", "audit", "-o", "github", "-f", fixtures+"incident.yaml", "-f", fixtures+"broad/reserved.json")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	want := []string{
+		"::error file=" + fixtures + "incident.yaml,title=nsguard namespace-captures-service::namespace my-app captures",
+		"::warning file=" + fixtures + "broad/reserved.json,title=nsguard ",
+	}
+	if len(lines) < 2 || !strings.HasPrefix(lines[0], want[0]) || !strings.HasPrefix(lines[len(lines)-1], want[1]) {
+		t.Errorf("got:\n%s", out)
+	}
+	for _, l := range lines {
+		if strings.Count(l, "::") != 2 {
+			t.Errorf("unescaped line %q", l)
+		}
+	}
+}
+
+func TestExplainOutput(t *testing.T) {
+	_, out, _ := runCLI("", "explain", "my-app", "--from", "new-namespace-1", "-f", fixtures+"incident.yaml")
+	for _, want := range []string{
+		"most likely meant: Service my-app in new-namespace-2",
+		"2  my-app.svc.cluster.local.",
+		"NODATA  <- musl stops",
+		"<- wins (wrong)",
+		"coredns:  candidate 4 (my-app.) goes upstream: NOT what my-app most likely meant",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("explain lacks %q:\n%s", want, out)
+		}
+	}
+	_, out, _ = runCLI("", "explain", "my-app", "--from", "x", "--ndots", "0", "--search", "a.b", "-o", "json", "-f", fixtures+"incident.yaml")
+	var e struct {
+		Candidates []struct{ Name string }
+	}
+	if err := json.Unmarshal([]byte(out), &e); err != nil || len(e.Candidates) != 2 || e.Candidates[0].Name != "my-app." {
+		t.Errorf("ndots 0: %v %s", err, out)
+	}
+}
