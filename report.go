@@ -28,7 +28,7 @@ func (g *NSGuard) report(server string, w dns.ResponseWriter, r *dns.Msg, n Name
 		suppressedCounters.get(suppressedLabels{server, reason}).Inc()
 		return
 	}
-	l := line{kind: kind, n: n, action: action}
+	l := line{kind: kind, n: n}
 	client := "unknown"
 	if ip := remoteIP(w); ip.IsValid() {
 		client = ip.String()
@@ -109,10 +109,9 @@ func (g *NSGuard) zoneOf() string {
 
 // line builds one key=value log line; values a client chose are quoted.
 type line struct {
-	kind   string
-	n      Name
-	action string
-	b      strings.Builder
+	kind string
+	n    Name
+	b    strings.Builder
 }
 
 func (l *line) add(k, v string) {
