@@ -4,11 +4,15 @@ BIN       ?= bin
 FUZZTIME  ?= 10m
 BENCHSTAT ?= $(GO) run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
 
-.PHONY: all test deps fmt-check vet coredns fuzz bench-go demo clean
+.PHONY: all test deps fmt-check vet coredns fuzz bench-go demo bench clean
 
 all: coredns
 
+# The demo runs first: it is the README's quick start, so CI proves it too.
 test: deps fmt-check vet
+	@mkdir -p $(BIN)
+	@echo "make demo (output in $(BIN)/demo.log)"
+	@$(GO) run ./test/e2e/demo >$(BIN)/demo.log 2>&1 || { cat $(BIN)/demo.log; exit 1; }
 	$(GO) test -race -count=1 -timeout 45m ./...
 
 deps:
@@ -36,6 +40,10 @@ bench-go:
 # The incident, step by step, on a real control plane, CoreDNS and resolvers; also a check.
 demo: deps
 	$(GO) run ./test/e2e/demo
+
+# dnsperf against real CoreDNS servers on a real control plane (test/e2e/bench); a few minutes.
+bench: deps
+	$(GO) run ./test/e2e/bench
 
 clean:
 	rm -rf $(BIN)
