@@ -103,3 +103,28 @@ func TestPassThroughDoesNotAllocate(t *testing.T) {
 		}
 	}
 }
+
+// TestMayHoldMissesNothing: the quick look must never let through a name that Classify
+// reads as a namespace apex, or as an endpoint when there is a view.
+func TestMayHoldMissesNothing(t *testing.T) {
+	zones := []string{"cluster.local.", "."}
+	names := []string{
+		"my-app.svc.cluster.local.", "My-App.SVC.cluster.local.", "my-app.svc.", "web-0.nginx.shop.svc.cluster.local.",
+		"_https._tcp.my-app.ns.svc.cluster.local.", `my\.app.svc.cluster.local.`, `a\.b.c.d.svc.cluster.local.`,
+		"my-app.ns.svc.cluster.local.", "svc.cluster.local.", "cluster.local.", "x.y.z.svc.", "a.b.c.d.e.f.cluster.local.",
+	}
+	for _, withView := range []bool{false, true} {
+		g := New(testConfig(zones, ModeLog, dns.RcodeNameError))
+		if withView {
+			g.view = newView()
+		}
+		for _, name := range names {
+			zone := matchZone(name, zones)
+			n := classifyIn(name, zone)
+			held := n.Shape == NamespaceApex || n.Shape == Endpoint && withView
+			if held && !g.mayHold(name, zone) {
+				t.Errorf("mayHold(%q) = false with view=%v, but Classify reads it as %s", name, withView, n.Shape)
+			}
+		}
+	}
+}

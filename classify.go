@@ -46,18 +46,16 @@ type Name struct {
 // Classify reads qname (presentation format, fully qualified) against zones (lower case,
 // fully qualified) and picks the longest zone that holds it. It does not allocate.
 func Classify(qname string, zones []string) Name {
-	zone := matchZone(qname, zones)
+	return classifyIn(qname, matchZone(qname, zones))
+}
+
+// classifyIn is Classify once the zone is known ("" when none holds qname).
+func classifyIn(qname, zone string) Name {
 	if zone == "" {
 		return Name{Shape: OutOfZone}
 	}
 	n := Name{Zone: zone, Shape: Other}
-	rest := qname[:len(qname)-len(zone)] // labels left of the zone, each with its trailing dot
-	if zone == "." {
-		rest = qname // the root's dot also ends the last label
-		if qname == "." {
-			rest = ""
-		}
-	}
+	rest := belowZone(qname, zone)
 	if rest == "" {
 		n.Shape = ZoneApex
 		return n
@@ -112,6 +110,17 @@ func Classify(qname string, zones []string) Name {
 		n.Shape = Endpoint
 	}
 	return n
+}
+
+// belowZone returns the labels of qname left of zone, each with its trailing dot.
+func belowZone(qname, zone string) string {
+	if zone == "." {
+		if qname == "." {
+			return ""
+		}
+		return qname // the root's dot also ends the last label
+	}
+	return qname[:len(qname)-len(zone)]
 }
 
 // matchZone returns the longest zone that qname is equal to or below, or "".

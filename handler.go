@@ -2,6 +2,7 @@ package nsguard
 
 import (
 	"context"
+	"strings"
 
 	"github.com/coredns/coredns/plugin"
 	"github.com/coredns/coredns/plugin/metrics"
@@ -58,7 +59,11 @@ func (g *NSGuard) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg
 	if q.Qclass != dns.ClassINET || q.Qtype == dns.TypeAXFR || q.Qtype == dns.TypeIXFR {
 		return plugin.NextOrFailure(g.Name(), g.Next, ctx, w, r)
 	}
-	switch n := Classify(q.Name, g.zones); {
+	zone := matchZone(q.Name, g.zones)
+	if !g.mayHold(q.Name, zone) {
+		return plugin.NextOrFailure(g.Name(), g.Next, ctx, w, r)
+	}
+	switch n := classifyIn(q.Name, zone); {
 	case n.Shape == NamespaceApex:
 		return g.serveNamespaceApex(ctx, w, r, n)
 	case n.Shape == Endpoint && g.view != nil:
@@ -70,6 +75,25 @@ func (g *NSGuard) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg
 		}
 	}
 	return plugin.NextOrFailure(g.Name(), g.Next, ctx, w, r)
+}
+
+// mayHold is a quick look that lets most names through without reading them label by label:
+// a namespace apex has two labels below the zone, an endpoint name four.
+func (g *NSGuard) mayHold(qname, zone string) bool {
+	if zone == "" {
+		return false
+	}
+	rest := belowZone(qname, zone)
+	if strings.IndexByte(rest, '\\') >= 0 {
+		return true // an escaped dot is not a label's end: let Classify read it
+	}
+	switch strings.Count(rest, ".") {
+	case 2:
+		return true
+	case 4:
+		return g.view != nil
+	}
+	return false
 }
 
 func (g *NSGuard) serveNamespaceApex(ctx context.Context, w dns.ResponseWriter, r *dns.Msg, n Name) (int, error) {
