@@ -4,12 +4,12 @@ BIN       ?= bin
 FUZZTIME  ?= 10m
 BENCHSTAT ?= $(GO) run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
 
-.PHONY: all test deps fmt-check vet coredns fuzz bench-go demo bench clean
+.PHONY: all test deps fmt-check vet deploy-check coredns fuzz bench-go demo bench clean
 
 all: coredns
 
 # The demo runs first: it is the README's quick start, so CI proves it too.
-test: deps fmt-check vet
+test: deps fmt-check vet deploy-check
 	@mkdir -p $(BIN)
 	@echo "make demo (output in $(BIN)/demo.log)"
 	@$(GO) run ./test/e2e/demo >$(BIN)/demo.log 2>&1 || { cat $(BIN)/demo.log; exit 1; }
@@ -24,6 +24,14 @@ fmt-check:
 
 vet:
 	$(GO) vet ./...
+
+# The alerting rules with promtool (its own module under tools/), and the image with buildah.
+deploy-check:
+	@mkdir -p $(BIN)
+	$(GO) -C tools/promtool build -trimpath -o $(CURDIR)/$(BIN)/promtool github.com/prometheus/prometheus/cmd/promtool
+	$(BIN)/promtool check rules deploy/prometheus/nsguard-rules.yaml
+	$(BIN)/promtool test rules deploy/prometheus/nsguard-rules_test.yaml
+	hack/check-image.sh
 
 coredns:
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/coredns ./cmd/coredns

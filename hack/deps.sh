@@ -9,6 +9,8 @@ wanted=(
   dnsperf:dnsperf
   util-linux:unshare
   gcc:gcc
+  buildah:buildah
+  libcap2-bin:setcap
 )
 
 missing=()

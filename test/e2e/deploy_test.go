@@ -1,0 +1,256 @@
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/miekg/dns"
+	rbacv1 "k8s.io/api/rbac/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/nsguard/nsguard/test/e2e/cluster"
+	"github.com/nsguard/nsguard/test/e2e/coredns"
+)
+
+// deployDir is deploy/ of this checkout.
+func deployDir(t *testing.T) string {
+	t.Helper()
+	root, err := cluster.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(root, "deploy")
+}
+
+// render runs kubectl kustomize on dir and returns the manifests, also written to a file.
+func render(t *testing.T, dir string) (string, []byte) {
+	t.Helper()
+	out, err := env.cp.Kubectl(t.Context(), "kustomize", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "rendered.yaml")
+	if err := os.WriteFile(path, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path, out
+}
+
+// The overlays render, and the API server accepts every object they make (server-side
+// dry run: admission, validation and defaulting, nothing stored). These are the
+// runbook's commands.
+func TestDeployManifestsDryRun(t *testing.T) {
+	deploy := deployDir(t)
+	for _, dir := range []string{"kubernetes", "kubernetes-refuse", "kubernetes/base"} {
+		t.Run(dir, func(t *testing.T) {
+			path, out := render(t, filepath.Join(deploy, dir))
+			res, err := env.cp.Kubectl(t.Context(), "apply", "--dry-run=server", "-f", path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Contains(res, []byte("deployment.apps/coredns")) {
+				t.Errorf("the dry run did not reach the Deployment:\n%s", res)
+			}
+			// The -k form the runbook uses gives the same objects.
+			if _, err := env.cp.Kubectl(t.Context(), "apply", "--dry-run=server", "-k", filepath.Join(deploy, dir)); err != nil {
+				t.Fatal(err)
+			}
+			if dir == "kubernetes/base" {
+				return
+			}
+			for _, want := range []string{"image: registry.example.com/platform/nsguard-coredns:v1.15.0-nsguard", "nsguard cluster.local {", "runAsUser: 65532"} {
+				if !bytes.Contains(out, []byte(want)) {
+					t.Errorf("%s renders without %q", dir, want)
+				}
+			}
+			mode := "mode log"
+			if dir == "kubernetes-refuse" {
+				mode = "mode refuse"
+			}
+			if !regexp.MustCompile(`(?m)^\s+nsguard cluster\.local \{\n\s+` + mode + `\n`).Match(out) {
+				t.Errorf("%s: the Corefile's nsguard block is not in %s:\n%s", dir, mode, out)
+			}
+		})
+	}
+	// Rolling back to stock CoreDNS removes nsguard's own RBAC.
+	if _, err := env.cp.Kubectl(t.Context(), "delete", "--dry-run=server", "--ignore-not-found",
+		"clusterrole,clusterrolebinding", "system:coredns-nsguard"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// nsguard's ClusterRole grants list and watch, on exactly the four kinds its view reads.
+func TestDeployClusterRoleLeastPrivilege(t *testing.T) {
+	_, out := render(t, filepath.Join(deployDir(t), "kubernetes"))
+	var role *rbacv1.ClusterRole
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
+	for {
+		var obj rbacv1.ClusterRole
+		err := dec.Decode(&obj)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if obj.Kind == "ClusterRole" && obj.Name == "system:coredns-nsguard" {
+			role = &obj
+		}
+	}
+	if role == nil {
+		t.Fatal("no ClusterRole system:coredns-nsguard in the overlay")
+	}
+	var got []string
+	for _, r := range role.Rules {
+		for _, v := range r.Verbs {
+			if v != "list" && v != "watch" {
+				t.Errorf("rule %v grants verb %q; nsguard needs list and watch only", r, v)
+			}
+		}
+		if len(r.ResourceNames) > 0 || len(r.NonResourceURLs) > 0 {
+			t.Errorf("rule %v: unexpected resourceNames or nonResourceURLs", r)
+		}
+		for _, g := range r.APIGroups {
+			for _, res := range r.Resources {
+				got = append(got, g+"/"+res)
+			}
+		}
+	}
+	sort.Strings(got)
+	want := []string{"/namespaces", "/pods", "/services", "discovery.k8s.io/endpointslices"}
+	if !slices.Equal(got, want) {
+		t.Errorf("nsguard's ClusterRole covers %v, want exactly %v", got, want)
+	}
+	// The binding gives it to CoreDNS's service account.
+	if !regexp.MustCompile(`(?s)kind: ClusterRoleBinding\nmetadata:\n(?:  .*\n)*  name: system:coredns-nsguard\nroleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: ClusterRole\n  name: system:coredns-nsguard\nsubjects:\n- kind: ServiceAccount\n  name: coredns\n  namespace: kube-system\n`).Match(out) {
+		t.Errorf("no ClusterRoleBinding of system:coredns-nsguard to kube-system/coredns:\n%s", out)
+	}
+}
+
+var metricName = regexp.MustCompile(`\bcoredns_nsguard_[a-z_]+\b`)
+
+// Every nsguard metric the dashboard and the alerting rules query exists on the
+// plugin's own /metrics page, once CoreDNS has answered in mode log and mode refuse.
+func TestDeployDashboardAndRulesMetrics(t *testing.T) {
+	deploy := deployDir(t)
+	if err := cluster.ApplyShadow(t.Context(), env.cp.Clientset()); err != nil {
+		t.Fatal(err)
+	}
+
+	// Mode log with a view: apex answers logged, a repeat suppressed, a shadow logged.
+	logged := startDNS(t, "127.53.1.50", coredns.Config{NSGuard: withView()})
+	logged.waitSynced(t)
+	logged.expect(t, "my-app", trapped)
+	logged.waitRcode(t, "primary.db.new-namespace-1.svc.cluster.local.", dns.TypeA, dns.RcodeSuccess)
+	// Mode refuse with a view that cannot reach its API server: refusals and view skips.
+	refused := startDNS(t, "127.53.1.51", coredns.Config{NSGuard: "nsguard {\n        mode refuse\n        endpoint http://127.0.0.1:1\n        kubeconfig " + env.cp.Kubeconfig + "\n    }"})
+	refused.waitRcode(t, apex, dns.TypeA, dns.RcodeNameError)
+
+	have := map[string]bool{}
+	for _, p := range []*pod{logged, refused} {
+		body, err := p.dns.Scrape()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range strings.Split(body, "\n") {
+			if strings.HasPrefix(l, "coredns_nsguard_") {
+				have[metricName.FindString(l)] = true
+			}
+		}
+	}
+
+	dashboard, err := os.ReadFile(filepath.Join(deploy, "grafana", "nsguard-dashboard.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dash struct {
+		Title  string `json:"title"`
+		Panels []struct {
+			Title   string `json:"title"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal(dashboard, &dash); err != nil {
+		t.Fatalf("the dashboard is not JSON: %v", err)
+	}
+	var dashMetrics []string
+	for _, p := range dash.Panels {
+		for _, tg := range p.Targets {
+			dashMetrics = append(dashMetrics, metricName.FindAllString(tg.Expr, -1)...)
+		}
+	}
+	rules, err := os.ReadFile(filepath.Join(deploy, "prometheus", "nsguard-rules.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ruleMetrics := metricName.FindAllString(string(rules), -1)
+
+	// Every metric nsguard has is on the dashboard, and every one queried exists.
+	for _, name := range []string{"coredns_nsguard_namespace_apex_answers_total", "coredns_nsguard_endpoint_shadows_total",
+		"coredns_nsguard_log_lines_suppressed_total", "coredns_nsguard_view_synced", "coredns_nsguard_view_skips_total"} {
+		if !have[name] {
+			t.Errorf("%s is not on /metrics", name)
+		}
+		if !slices.Contains(dashMetrics, name) {
+			t.Errorf("the dashboard does not show %s", name)
+		}
+	}
+	for _, name := range append(dashMetrics, ruleMetrics...) {
+		if !have[name] {
+			t.Errorf("%s is queried by the dashboard or the rules but is not on nsguard's /metrics", name)
+		}
+	}
+	for _, name := range []string{"coredns_nsguard_namespace_apex_answers_total", "coredns_nsguard_view_synced"} {
+		if !slices.Contains(ruleMetrics, name) {
+			t.Errorf("no alerting rule uses %s", name)
+		}
+	}
+	if t.Failed() {
+		keys := make([]string, 0, len(have))
+		for k := range have {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		t.Logf("on /metrics: %v", keys)
+	}
+}
+
+// The runbook's audit step, as an operator runs it: the CLI against the live cluster.
+func TestDeployRunbookAudit(t *testing.T) {
+	root, err := cluster.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "nsguard")
+	build := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "./cmd/nsguard")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/nsguard: %v\n%s", err, out)
+	}
+	out, err := exec.CommandContext(t.Context(), bin, "audit", "--kubeconfig", env.cp.Kubeconfig).CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Errorf("nsguard audit: %v, want exit status 1 (findings)\n%s", err, out)
+	}
+	if !bytes.Contains(out, []byte("namespace-captures-service")) || !bytes.Contains(out, []byte("namespace my-app captures")) {
+		t.Errorf("nsguard audit does not report the capture:\n%s", out)
+	}
+	// explain exits 1 too: the incident's my-app does not reach what it meant.
+	out, err = exec.CommandContext(t.Context(), bin, "explain", "my-app", "--from", "new-namespace-1", "--kubeconfig", env.cp.Kubeconfig).CombinedOutput()
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 || !bytes.Contains(out, []byte("2  my-app.svc.cluster.local.")) ||
+		!bytes.Contains(out, []byte("most likely meant: Service my-app in new-namespace-2")) {
+		t.Errorf("nsguard explain: %v, want exit status 1 and the namespace apex candidate\n%s", err, out)
+	}
+}
