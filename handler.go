@@ -65,13 +65,10 @@ func (g *NSGuard) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg
 	}
 	switch n := classifyIn(q.Name, zone); {
 	case n.Shape == NamespaceApex:
-		return g.serveNamespaceApex(ctx, w, r, n)
+		return g.hold(ctx, w, r, n, apexLine)
 	case n.Shape == Endpoint && g.view != nil:
-		if !g.viewUsable(ctx) {
-			break
-		}
-		if g.view.shadowed(n) {
-			return g.serveShadow(ctx, w, r, n, g.clientPod(remoteIP(w)))
+		if g.viewUsable(ctx) && g.view.shadowed(n) {
+			return g.hold(ctx, w, r, n, shadowLine)
 		}
 	}
 	return plugin.NextOrFailure(g.Name(), g.Next, ctx, w, r)
@@ -96,42 +93,50 @@ func (g *NSGuard) mayHold(qname, zone string) bool {
 	return false
 }
 
-func (g *NSGuard) serveNamespaceApex(ctx context.Context, w dns.ResponseWriter, r *dns.Msg, n Name) (int, error) {
+// hold runs the next plugin with a capturing writer. When the answer came through what kind
+// names (a namespace apex, or an endpoint that shadows a Service), it counts it, writes it or
+// the refusal, and logs it; any other answer goes out untouched.
+func (g *NSGuard) hold(ctx context.Context, w dns.ResponseWriter, r *dns.Msg, n Name, kind string) (int, error) {
 	nw := nonwriter.New(w)
 	rcode, err := plugin.NextOrFailure(g.Name(), g.Next, ctx, nw, r)
 	res := nw.Msg
 	if res == nil {
 		return rcode, err // nothing was written; the server answers the rcodes that need it
 	}
-	// Only a NOERROR answer resolved through the namespace. A truncated one comes back over TCP.
-	if err != nil || res.Rcode != dns.RcodeSuccess || res.Truncated {
+	// Only a NOERROR answer came through; a truncated one comes back over TCP, and an
+	// endpoint name that gave no records shadows nothing.
+	if err != nil || res.Rcode != dns.RcodeSuccess || res.Truncated || kind == shadowLine && len(res.Answer) == 0 {
 		w.WriteMsg(res)
 		return rcode, err
 	}
 
 	var pod string
-	if g.view != nil && g.viewUsable(ctx) {
+	if g.view != nil && (kind == shadowLine || g.viewUsable(ctx)) { // ServeDNS checked the view for a shadow
 		pod = g.clientPod(remoteIP(w))
-	}
-	answer := answerNoData
-	if len(res.Answer) > 0 {
-		answer = answerRecords
 	}
 	action := actionLogged
 	switch {
-	case g.allowed(n.Namespace), g.clientAllowed(pod):
+	case kind == apexLine && g.allowed(n.Namespace), g.clientAllowed(pod):
 		action = actionAllowed
 	case g.mode == ModeRefuse:
 		action = actionRefused
 	}
-	server := metrics.WithServer(ctx)
-	apexCounters.get(apexLabels{server, n.Zone, metrics.WithView(ctx), answer, action}).Inc()
+	server, view := metrics.WithServer(ctx), metrics.WithView(ctx)
+	if kind == apexLine {
+		answer := answerNoData
+		if len(res.Answer) > 0 {
+			answer = answerRecords
+		}
+		apexCounters.get(apexLabels{server, n.Zone, view, answer, action}).Inc()
+	} else {
+		shadowCounters.get(shadowLabels{server, n.Zone, view, action}).Inc()
+	}
 	if action == actionAllowed {
 		w.WriteMsg(res)
 		return rcode, err
 	}
 	rcode, err = g.respond(w, r, res, n.Zone, action, rcode, err)
-	g.report(server, w, r, n, res, action, pod, apexLine)
+	g.report(server, w, r, n, res, action, pod, kind)
 	return rcode, err
 }
 
