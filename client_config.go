@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -42,25 +43,46 @@ func (cfg config) kubernetesClient(v *view) (kubernetes.Interface, error) {
 	return kubernetes.NewForConfig(rc)
 }
 
+// retryEvery and retryFor bound how the view waits for a lost API server. The reflectors back
+// off exponentially on a refused watch, up to half a minute; waiting in the transport instead
+// lets the view catch up within a second of the server's return.
+const (
+	retryEvery = 500 * time.Millisecond
+	retryFor   = time.Minute
+)
+
 // contact watches every request the informers make. The reflectors retry a refused watch
-// quietly, so the transport is where a lost API server shows: the view is marked stale on
-// a failed request and fresh again on the next answer.
+// quietly, so the transport is where a lost API server shows: the view is marked stale on a
+// failed request and fresh again on the next answer. Reads (GET: list and watch) that fail
+// are retried here for a while, so the reflectors never grow their back-off.
 type contact struct {
 	next http.RoundTripper
 	view *view
 }
 
 func (c *contact) RoundTrip(req *http.Request) (*http.Response, error) {
-	res, err := c.next.RoundTrip(req)
-	switch {
-	case err != nil && req.Context().Err() == nil:
+	give := time.Now().Add(retryFor)
+	for {
+		res, err := c.next.RoundTrip(req)
+		if err == nil {
+			if res.StatusCode < http.StatusInternalServerError && c.view.stale.Swap(false) {
+				log.Info("cluster view in touch with the API server again")
+			}
+			return res, nil
+		}
+		if req.Context().Err() != nil {
+			return nil, err // stopping: not the API server's fault
+		}
 		if !c.view.stale.Swap(true) {
 			log.Warningf("cluster view cut off from the API server; client names, advice and endpoint shadow checks pause until it is back: %v", err)
 		}
-	case err == nil && res.StatusCode < http.StatusInternalServerError:
-		if c.view.stale.Swap(false) {
-			log.Info("cluster view in touch with the API server again")
+		if req.Method != http.MethodGet || req.Body != nil || time.Now().After(give) {
+			return nil, err
+		}
+		select {
+		case <-req.Context().Done():
+			return nil, err
+		case <-time.After(retryEvery):
 		}
 	}
-	return res, err
 }

@@ -1,7 +1,9 @@
 package nsguard
 
 import (
+	"context"
 	"net/http"
+	"time"
 	"net/http/httptest"
 	"testing"
 )
@@ -13,7 +15,9 @@ func TestContact(t *testing.T) {
 	v := newView()
 	c := &contact{next: http.DefaultTransport, view: v}
 	get := func() {
-		req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
+		ctx, cancel := context.WithTimeout(context.Background(), 1200*time.Millisecond)
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
 		if res, err := c.RoundTrip(req); err == nil {
 			res.Body.Close()
 		}
@@ -23,9 +27,13 @@ func TestContact(t *testing.T) {
 		t.Fatal("stale while the server answers")
 	}
 	srv.Close()
-	get()
+	start := time.Now()
+	get() // a read is retried until the caller gives up
 	if !v.stale.Load() {
 		t.Fatal("not stale after a refused request")
+	}
+	if waited := time.Since(start); waited < time.Second {
+		t.Errorf("a refused read returned after %v; want it retried until the caller's deadline", waited)
 	}
 	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
 	defer srv.Close()
