@@ -3,9 +3,9 @@ package nsguard
 import (
 	"context"
 	"net/http"
-	"time"
 	"net/http/httptest"
 	"testing"
+	"time"
 )
 
 // TestContact marks the view stale when the API server cannot be reached, and fresh again
