@@ -84,7 +84,7 @@ files=$(cd "$mnt" && find . -type f | sort | tr '\n' ' ')
 	fail "unexpected files in the image: $files"
 plugins=$("$mnt/coredns" -plugins)
 grep -qx 'nsguard' <<<"$plugins" || fail "the image's coredns -plugins does not list nsguard"
-version=$("$mnt/coredns" -version | head -1)
+version=$("$mnt/coredns" -version | sed -n 1p) # sed reads it all: head could SIGPIPE coredns under pipefail
 
 size=$(inspect '{{.Size}}' 2>/dev/null || true)
 echo "check-image: ok: $tag ($version) user=$user entrypoint=$entrypoint ports=${ports% } caps=\"${caps#"$mnt"}\" nsguard listed${size:+ size=$size}"
