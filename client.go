@@ -24,7 +24,7 @@ func remoteIP(w dns.ResponseWriter) netip.Addr {
 // clientPod is "namespace/name" of the Pod that sent the query, or "" when the view does
 // not know the address or cannot be trusted now. It does not allocate.
 func (g *NSGuard) clientPod(ip netip.Addr) string {
-	if !g.view.usable() || !g.clients || !ip.IsValid() {
+	if !g.view.usable() || !ip.IsValid() { // with "clients off" the view holds no Pods
 		return ""
 	}
 	var buf [64]byte

@@ -92,7 +92,7 @@ func TestClusterAware(t *testing.T) {
 				cfg.allowClients[ns] = struct{}{}
 			}
 			g := New(cfg)
-			g.view, g.clients = v, true
+			g.view = v
 			g.Next = upstreams[tc.upstream]()
 			shadows := testutil.ToFloat64(endpointShadows.WithLabelValues("", "cluster.local.", "", tc.shadows))
 			skips := testutil.ToFloat64(viewSkips.WithLabelValues("", tc.skip))
@@ -146,7 +146,7 @@ func TestReady(t *testing.T) {
 func TestShadowCheckDoesNotAllocate(t *testing.T) {
 	v, _ := startView(t, true, incidentObjects()...)
 	g := New(testConfig([]string{"cluster.local."}, ModeRefuse, dns.RcodeNameError))
-	g.view, g.clients = v, true
+	g.view = v
 	r := query("web-0.nginx.shop.svc.cluster.local.", dns.TypeA, noEDNS)
 	next := writeOnce{reply(r, dns.RcodeSuccess)}
 	g.Next = next

@@ -27,7 +27,6 @@ type NSGuard struct {
 
 	view    *view    // nil without a cluster view
 	watcher *watcher // keeps view up to date
-	clients bool     // the view knows Pods
 }
 
 // New returns an NSGuard for cfg, without a cluster view.
@@ -110,9 +109,10 @@ func (g *NSGuard) hold(ctx context.Context, w dns.ResponseWriter, r *dns.Msg, n 
 		return rcode, err
 	}
 
+	ip := remoteIP(w)
 	var pod string
 	if g.view != nil && (kind == shadowLine || g.viewUsable(ctx)) { // ServeDNS checked the view for a shadow
-		pod = g.clientPod(remoteIP(w))
+		pod = g.clientPod(ip)
 	}
 	action := actionLogged
 	switch {
@@ -136,7 +136,7 @@ func (g *NSGuard) hold(ctx context.Context, w dns.ResponseWriter, r *dns.Msg, n 
 		return rcode, err
 	}
 	rcode, err = g.respond(w, r, res, n.Zone, action, rcode, err)
-	g.report(server, w, r, n, res, action, pod, kind)
+	g.report(server, ip, r, n, res, action, pod, kind)
 	return rcode, err
 }
 
@@ -172,9 +172,6 @@ func (g *NSGuard) allowed(ns string) bool {
 		return false
 	}
 	var buf [63]byte // a namespace label is at most 63 octets
-	for i := 0; i < len(ns); i++ {
-		buf[i] = lowerASCII(ns[i])
-	}
-	_, ok := g.allowNamespaces[string(buf[:len(ns)])]
+	_, ok := g.allowNamespaces[string(lowerKey(buf[:0], "", ns))]
 	return ok
 }

@@ -68,12 +68,9 @@ func (w *watcher) start() error {
 		}
 	}()
 
-	wait, stop := context.WithTimeout(ctx, syncWait)
-	defer stop()
-	for !v.synced.Load() && wait.Err() == nil {
-		time.Sleep(50 * time.Millisecond)
-	}
-	if !v.synced.Load() {
+	select {
+	case <-w.done: // synced
+	case <-time.After(syncWait):
 		log.Warningf("cluster view not synced after %s; serving with core checks only until it is", syncWait)
 	}
 	return nil

@@ -1,6 +1,7 @@
 package nsguard
 
 import (
+	"net/netip"
 	"strconv"
 	"strings"
 
@@ -20,17 +21,17 @@ const (
 )
 
 // report logs one line about an answer, within the log limits.
-func (g *NSGuard) report(server string, w dns.ResponseWriter, r *dns.Msg, n Name, res *dns.Msg, action, pod, kind string) {
+func (g *NSGuard) report(server string, ip netip.Addr, r *dns.Msg, n Name, res *dns.Msg, action, pod, kind string) {
 	q := r.Question[0]
 	var buf [300]byte // a name is at most 255 octets
-	ok, suppressed, reason := g.limiter.allow(limitKey(buf[:0], w, q))
+	ok, suppressed, reason := g.limiter.allow(limitKey(buf[:0], ip, q))
 	if !ok {
 		suppressedCounters.get(suppressedLabels{server, reason}).Inc()
 		return
 	}
 	l := line{kind: kind, n: n}
 	client := "unknown"
-	if ip := remoteIP(w); ip.IsValid() {
+	if ip.IsValid() {
 		client = ip.String()
 	}
 	l.add("client", client)
@@ -149,8 +150,8 @@ func records(rrs []dns.RR) string {
 
 // limitKey appends what makes a question the same for the log limits: the client's address,
 // the name in lower case (resolvers randomise case) and the type. It does not allocate.
-func limitKey(buf []byte, w dns.ResponseWriter, q dns.Question) []byte {
-	buf = remoteIP(w).AppendTo(buf)
+func limitKey(buf []byte, ip netip.Addr, q dns.Question) []byte {
+	buf = ip.AppendTo(buf)
 	buf = append(buf, 0)
 	for i := 0; i < len(q.Name); i++ {
 		buf = append(buf, lowerASCII(q.Name[i]))

@@ -442,7 +442,7 @@ func BenchmarkQueryPathAtScale(b *testing.B) {
 
 	for _, size := range scaleViews() {
 		g := New(testConfig(zones, ModeRefuse, dns.RcodeNameError))
-		g.view, g.clients, g.Next = size.v, true, next
+		g.view, g.Next = size.v, next
 		if size.v.shadowed(Classify(pass.Question[0].Name, zones)) || !size.v.shadowed(shadow) || g.clientPod(remoteIP(w)) != "new-namespace-1/client" {
 			b.Fatalf("view %s does not hold the incident's objects", size.name)
 		}

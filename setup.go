@@ -68,7 +68,7 @@ func setup(c *caddy.Controller) error {
 		return plugin.Error(pluginName, err)
 	}
 	if client != nil {
-		g.view, g.clients = v, cfg.clients
+		g.view = v
 		g.watcher = &watcher{client: client, view: v, clients: cfg.clients}
 		c.OnStartup(g.watcher.start)
 		c.OnShutdown(g.watcher.stop)

@@ -5,8 +5,8 @@ package nsguard
 // client in C that typed "a.b" meant Service a in namespace b, but its first search
 // candidate is this name, and the endpoint answers. It does not allocate.
 func (v *view) shadowed(n Name) bool {
-	if len(n.Endpoint) == 0 || n.Endpoint[0] == '_' || !IsDNSLabel(n.Endpoint) {
-		return false // SRV port names and dashed IPs of other shapes are not Service names
+	if !IsDNSLabel(n.Endpoint) {
+		return false // SRV port names (_port._proto) are not Service names
 	}
 	var svc, ep, meant [128]byte
 	if !v.hasEndpoint(lowerKey(svc[:0], n.Namespace, n.Service), lowerKey(ep[:0], "", n.Endpoint)) {

@@ -20,6 +20,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/pager"
 )
 
 // LoadFiles reads manifests from paths: files, directories (recursively, *.yaml, *.yml and
@@ -243,45 +244,22 @@ func ptrString(p *string) string {
 // LoadLive reads namespaces, Services and EndpointSlices from the API. It only lists.
 func LoadLive(ctx context.Context, cs kubernetes.Interface) (*Cluster, error) {
 	c := NewCluster()
-	opts := metav1.ListOptions{Limit: 500}
-	for opts.Continue = ""; ; {
-		l, err := cs.CoreV1().Namespaces().List(ctx, opts)
-		if err != nil {
-			return nil, fmt.Errorf("listing namespaces: %w", err)
-		}
-		for i := range l.Items {
-			c.AddNamespace(l.Items[i].Name, "live")
-		}
-		if opts.Continue = l.Continue; opts.Continue == "" {
-			break
-		}
+	lists := []struct {
+		kind string
+		list func(metav1.ListOptions) (runtime.Object, error)
+	}{
+		{"namespaces", func(o metav1.ListOptions) (runtime.Object, error) { return cs.CoreV1().Namespaces().List(ctx, o) }},
+		{"services", func(o metav1.ListOptions) (runtime.Object, error) { return cs.CoreV1().Services("").List(ctx, o) }},
+		{"endpointslices", func(o metav1.ListOptions) (runtime.Object, error) {
+			return cs.DiscoveryV1().EndpointSlices("").List(ctx, o)
+		}},
 	}
-	for opts.Continue = ""; ; {
-		l, err := cs.CoreV1().Services("").List(ctx, opts)
+	for _, l := range lists {
+		p := pager.New(pager.SimplePageFunc(l.list))
+		p.PageSize = 500
+		err := p.EachListItem(ctx, metav1.ListOptions{}, func(obj runtime.Object) error { return c.add(obj, "live") })
 		if err != nil {
-			return nil, fmt.Errorf("listing services: %w", err)
-		}
-		for i := range l.Items {
-			if err := c.add(&l.Items[i], "live"); err != nil {
-				return nil, err
-			}
-		}
-		if opts.Continue = l.Continue; opts.Continue == "" {
-			break
-		}
-	}
-	for opts.Continue = ""; ; {
-		l, err := cs.DiscoveryV1().EndpointSlices("").List(ctx, opts)
-		if err != nil {
-			return nil, fmt.Errorf("listing endpointslices: %w", err)
-		}
-		for i := range l.Items {
-			if err := c.add(&l.Items[i], "live"); err != nil {
-				return nil, err
-			}
-		}
-		if opts.Continue = l.Continue; opts.Continue == "" {
-			break
+			return nil, fmt.Errorf("listing %s: %w", l.kind, err)
 		}
 	}
 	return c, nil
