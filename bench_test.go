@@ -9,6 +9,8 @@ import (
 	"github.com/coredns/coredns/plugin/test"
 
 	"github.com/miekg/dns"
+
+	"github.com/nsguard/nsguard/clusterdns"
 )
 
 // writeOnce is a trivial next handler: it writes one prepared answer.
@@ -80,7 +82,7 @@ func BenchmarkClassify(b *testing.B) {
 		b.Run(qname, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				Classify(qname, zones)
+				clusterdns.Classify(qname, zones)
 			}
 		})
 	}
@@ -119,10 +121,10 @@ func TestMayHoldMissesNothing(t *testing.T) {
 			g.view = newView()
 		}
 		for _, name := range names {
-			zone := matchZone(name, zones)
-			n := classifyIn(name, zone)
+			zone := clusterdns.MatchZone(name, zones)
+			n := clusterdns.ClassifyIn(name, zone)
 			// SRV port names never shadow a Service (see shadowed), so only one-label endpoints count.
-			held := n.Shape == NamespaceApex || withView && n.Shape == Endpoint && IsDNSLabel(n.Endpoint)
+			held := n.Shape == clusterdns.NamespaceApex || withView && n.Shape == clusterdns.EndpointName && clusterdns.IsDNSLabel(n.Endpoint)
 			if held && !g.mayHold(name, zone) {
 				t.Errorf("mayHold(%q) = false with view=%v, but Classify reads it as %s", name, withView, n.Shape)
 			}

@@ -9,6 +9,8 @@ import (
 	"github.com/coredns/coredns/plugin/pkg/nonwriter"
 
 	"github.com/miekg/dns"
+
+	"github.com/nsguard/nsguard/clusterdns"
 )
 
 // NSGuard catches answers that cluster DNS gives through a namespace apex
@@ -58,14 +60,14 @@ func (g *NSGuard) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg
 	if q.Qclass != dns.ClassINET || q.Qtype == dns.TypeAXFR || q.Qtype == dns.TypeIXFR {
 		return plugin.NextOrFailure(g.Name(), g.Next, ctx, w, r)
 	}
-	zone := matchZone(q.Name, g.zones)
+	zone := clusterdns.MatchZone(q.Name, g.zones)
 	if !g.mayHold(q.Name, zone) {
 		return plugin.NextOrFailure(g.Name(), g.Next, ctx, w, r)
 	}
-	switch n := classifyIn(q.Name, zone); {
-	case n.Shape == NamespaceApex:
+	switch n := clusterdns.ClassifyIn(q.Name, zone); {
+	case n.Shape == clusterdns.NamespaceApex:
 		return g.hold(ctx, w, r, n, apexLine)
-	case n.Shape == Endpoint && g.view != nil:
+	case n.Shape == clusterdns.EndpointName && g.view != nil:
 		if g.viewUsable(ctx) && g.view.shadowed(n) {
 			return g.hold(ctx, w, r, n, shadowLine)
 		}
@@ -79,7 +81,7 @@ func (g *NSGuard) mayHold(qname, zone string) bool {
 	if zone == "" {
 		return false
 	}
-	rest := belowZone(qname, zone)
+	rest := clusterdns.BelowZone(qname, zone)
 	if strings.IndexByte(rest, '\\') >= 0 {
 		return true // an escaped dot is not a label's end: let Classify read it
 	}
@@ -95,7 +97,7 @@ func (g *NSGuard) mayHold(qname, zone string) bool {
 // hold runs the next plugin with a capturing writer. When the answer came through what kind
 // names (a namespace apex, or an endpoint that shadows a Service), it counts it, writes it or
 // the refusal, and logs it; any other answer goes out untouched.
-func (g *NSGuard) hold(ctx context.Context, w dns.ResponseWriter, r *dns.Msg, n Name, kind string) (int, error) {
+func (g *NSGuard) hold(ctx context.Context, w dns.ResponseWriter, r *dns.Msg, n clusterdns.Name, kind string) (int, error) {
 	nw := nonwriter.New(w)
 	rcode, err := plugin.NextOrFailure(g.Name(), g.Next, ctx, nw, r)
 	res := nw.Msg

@@ -15,6 +15,8 @@ import (
 
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/nsguard/nsguard/clusterdns"
 )
 
 type edns uint8
@@ -100,7 +102,7 @@ func TestServeDNS(t *testing.T) {
 					case tc.held:
 						wantAction = actionRefused
 					}
-					zone := Classify(tc.qname, zones).Zone
+					zone := clusterdns.Classify(tc.qname, zones).Zone
 					before := apexCount(zone, tc.answer, wantAction)
 
 					rec := dnstest.NewRecorder(&test.ResponseWriter{})
@@ -166,7 +168,7 @@ func checkRefusal(t *testing.T, r *dns.Msg, u *upstream, got *dns.Msg, code, rco
 	if len(upstream.Ns) > 0 && got.Ns[0].String() != upstream.Ns[0].String() {
 		t.Errorf("SOA %v, want the upstream's %v", got.Ns[0], upstream.Ns[0])
 	}
-	if zone := Classify(r.Question[0].Name, []string{"cluster.local.", "example.org."}).Zone; got.Ns[0].Header().Name != zone {
+	if zone := clusterdns.Classify(r.Question[0].Name, []string{"cluster.local.", "example.org."}).Zone; got.Ns[0].Header().Name != zone {
 		t.Errorf("SOA owner %q, want the zone %q", got.Ns[0].Header().Name, zone)
 	}
 	qopt, opt := r.IsEdns0(), got.IsEdns0()

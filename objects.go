@@ -9,6 +9,8 @@ import (
 	discovery "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/nsguard/nsguard/clusterdns"
 )
 
 // The view keeps only these small objects: informer transforms turn each API object into
@@ -84,11 +86,17 @@ func toSmall(obj any) (any, error) {
 	case *discovery.EndpointSlice:
 		s := &sliceObj{meta: metaOf(o), service: o.Labels[discovery.LabelServiceName]}
 		for _, ep := range o.Endpoints {
-			if ep.Hostname != nil && *ep.Hostname != "" {
-				s.names = append(s.names, *ep.Hostname)
+			e := clusterdns.SliceEndpoint{Addresses: ep.Addresses, Ready: ep.Conditions.Ready}
+			if ep.Hostname != nil {
+				e.Hostname = *ep.Hostname
 			}
-			if ep.TargetRef != nil && ep.TargetRef.Kind == "Pod" && ep.TargetRef.Name != "" {
-				s.names = append(s.names, ep.TargetRef.Name)
+			if ep.TargetRef != nil && ep.TargetRef.Kind == "Pod" {
+				e.PodName = ep.TargetRef.Name
+			}
+			for _, n := range e.Names() {
+				if clusterdns.IsServiceName(n.Name) { // only a name a Service can have shadows one
+					s.names = append(s.names, n.Name)
+				}
 			}
 		}
 		return s, nil

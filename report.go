@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/miekg/dns"
+
+	"github.com/nsguard/nsguard/clusterdns"
 )
 
 // maxLoggedRecords bounds a log line: kube-dns can answer one CNAME per ExternalName Service.
@@ -21,7 +23,7 @@ const (
 )
 
 // report logs one line about an answer, within the log limits.
-func (g *NSGuard) report(server string, ip netip.Addr, r *dns.Msg, n Name, res *dns.Msg, action, pod, kind string) {
+func (g *NSGuard) report(server string, ip netip.Addr, r *dns.Msg, n clusterdns.Name, res *dns.Msg, action, pod, kind string) {
 	q := r.Question[0]
 	var buf [300]byte // a name is at most 255 octets
 	ok, suppressed, reason := g.limiter.allow(limitKey(buf[:0], ip, q))
@@ -111,7 +113,7 @@ func (g *NSGuard) zoneOf() string {
 // line builds one key=value log line; values a client chose are quoted.
 type line struct {
 	kind string
-	n    Name
+	n    clusterdns.Name
 	b    strings.Builder
 }
 
@@ -153,8 +155,6 @@ func records(rrs []dns.RR) string {
 func limitKey(buf []byte, ip netip.Addr, q dns.Question) []byte {
 	buf = ip.AppendTo(buf)
 	buf = append(buf, 0)
-	for i := 0; i < len(q.Name); i++ {
-		buf = append(buf, lowerASCII(q.Name[i]))
-	}
+	buf = clusterdns.AppendLower(buf, q.Name)
 	return append(buf, byte(q.Qtype>>8), byte(q.Qtype))
 }

@@ -22,6 +22,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/nsguard/nsguard/clusterdns"
 )
 
 // The cluster of the scale issue: 5,000 namespaces, 20,000 Services (one in ten headless,
@@ -438,12 +440,12 @@ func BenchmarkQueryPathAtScale(b *testing.B) {
 
 	pass := query("web-0.nginx.shop.svc.cluster.local.", dns.TypeA, noEDNS)
 	next := writeOnce{reply(pass, dns.RcodeSuccess)}
-	shadow := Classify("primary.db.new-namespace-1.svc.cluster.local.", zones)
+	shadow := clusterdns.Classify("primary.db.new-namespace-1.svc.cluster.local.", zones)
 
 	for _, size := range scaleViews() {
 		g := New(testConfig(zones, ModeRefuse, dns.RcodeNameError))
 		g.view, g.Next = size.v, next
-		if size.v.shadowed(Classify(pass.Question[0].Name, zones)) || !size.v.shadowed(shadow) || g.clientPod(remoteIP(w)) != "new-namespace-1/client" {
+		if size.v.shadowed(clusterdns.Classify(pass.Question[0].Name, zones)) || !size.v.shadowed(shadow) || g.clientPod(remoteIP(w)) != "new-namespace-1/client" {
 			b.Fatalf("view %s does not hold the incident's objects", size.name)
 		}
 

@@ -12,6 +12,8 @@ import (
 	clog "github.com/coredns/coredns/plugin/pkg/log"
 
 	"github.com/miekg/dns"
+
+	"github.com/nsguard/nsguard/clusterdns"
 )
 
 const pluginName = "nsguard"
@@ -168,7 +170,7 @@ func parseProperty(c *caddy.Controller, property string, cfg *config) error {
 			return c.Errf("unknown allow kind %q; expect 'namespace' or 'client'", args[0])
 		}
 		for _, ns := range args[1:] {
-			if !IsDNSLabel(ns) {
+			if !clusterdns.IsDNSLabel(ns) {
 				return c.Errf("invalid namespace name %q: a namespace is an RFC 1123 label", ns)
 			}
 			into[strings.ToLower(ns)] = struct{}{}

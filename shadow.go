@@ -1,11 +1,13 @@
 package nsguard
 
+import "github.com/nsguard/nsguard/clusterdns"
+
 // shadowed reports whether the endpoint name n (<a>.<b>.<C>.svc.<zone>) hides a Service:
 // b is a Service in C with an endpoint called a, and Service a exists in namespace b. A
 // client in C that typed "a.b" meant Service a in namespace b, but its first search
 // candidate is this name, and the endpoint answers. It does not allocate.
-func (v *view) shadowed(n Name) bool {
-	if !IsDNSLabel(n.Endpoint) {
+func (v *view) shadowed(n clusterdns.Name) bool {
+	if !clusterdns.IsDNSLabel(n.Endpoint) {
 		return false // SRV port names (_port._proto) are not Service names
 	}
 	var svc, ep, meant [128]byte
@@ -17,14 +19,9 @@ func (v *view) shadowed(n Name) bool {
 
 // lowerKey appends "ns/name" (or just name) in lower case.
 func lowerKey(buf []byte, ns, name string) []byte {
-	for i := 0; i < len(ns); i++ {
-		buf = append(buf, lowerASCII(ns[i]))
-	}
+	buf = clusterdns.AppendLower(buf, ns)
 	if ns != "" {
 		buf = append(buf, '/')
 	}
-	for i := 0; i < len(name); i++ {
-		buf = append(buf, lowerASCII(name[i]))
-	}
-	return buf
+	return clusterdns.AppendLower(buf, name)
 }

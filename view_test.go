@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/nsguard/nsguard/clusterdns"
 )
 
 // The cluster of the incident, plus a shadow: a client in new-namespace-1 that types
@@ -76,8 +78,9 @@ func TestViewFromInformers(t *testing.T) {
 	if where, total := v.namespacesWithService("my-app", 3); !slices.Equal(where, []string{"legacy", "new-namespace-2"}) || total != 2 {
 		t.Errorf("namespacesWithService(my-app) = %v, %d", where, total)
 	}
-	if !v.hasEndpoint([]byte("new-namespace-1/db"), []byte("primary")) || !v.hasEndpoint([]byte("new-namespace-1/db"), []byte("db-pod-primary")) {
-		t.Error("endpoint primary of db, by hostname and by pod name, is missing")
+	// An endpoint with a hostname answers to it, never to its Pod's name.
+	if !v.hasEndpoint([]byte("new-namespace-1/db"), []byte("primary")) || v.hasEndpoint([]byte("new-namespace-1/db"), []byte("db-pod-primary")) {
+		t.Error("endpoint primary of db: want its hostname, not its pod name")
 	}
 	if !v.hasService([]byte("db/primary")) || v.hasService([]byte("db/replica")) {
 		t.Error("services wrong")
@@ -161,7 +164,7 @@ func TestViewConcurrent(t *testing.T) {
 			v.setService(&serviceObj{meta: meta{namespace: "b", name: "a"}}, i%2 == 0)
 		}
 	}()
-	n := Name{Shape: Endpoint, Namespace: "c", Service: "b", Endpoint: "a"}
+	n := clusterdns.Name{Shape: clusterdns.EndpointName, Namespace: "c", Service: "b", Endpoint: "a"}
 	for {
 		select {
 		case <-done:
@@ -172,6 +175,37 @@ func TestViewConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// The view keeps the endpoint names that could be a Service's, by the rule cluster DNS names endpoints with.
+func TestSliceNames(t *testing.T) {
+	ready, notReady := true, false
+	pod := &corev1.ObjectReference{Kind: "Pod", Name: "web-7f9c"}
+	tests := []struct {
+		name string
+		ep   discovery.Endpoint
+		want []string
+	}{
+		{"hostname", discovery.Endpoint{Hostname: ptr("web-0"), TargetRef: pod, Addresses: []string{"10.244.3.1"}}, []string{"web-0"}},
+		{"pod name, for endpoint_pod_names", discovery.Endpoint{TargetRef: pod, Addresses: []string{"10.244.3.2"}}, []string{"web-7f9c"}},
+		{"dashed IPv4 is never a Service name", discovery.Endpoint{Addresses: []string{"10.244.3.3"}}, nil},
+		{"not ready", discovery.Endpoint{Hostname: ptr("web-1"), Addresses: []string{"10.244.3.4"}, Conditions: discovery.EndpointConditions{Ready: &notReady}}, nil},
+		{"ready", discovery.Endpoint{Hostname: ptr("Web-2"), Addresses: []string{"10.244.3.5"}, Conditions: discovery.EndpointConditions{Ready: &ready}}, []string{"web-2"}},
+		{"not a pod", discovery.Endpoint{TargetRef: &corev1.ObjectReference{Kind: "Node", Name: "node-1"}, Addresses: []string{"10.0.0.1"}}, nil},
+	}
+	for _, tc := range tests {
+		s := &discovery.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "nginx-abc",
+			Labels: map[string]string{discovery.LabelServiceName: "nginx"}}, Endpoints: []discovery.Endpoint{tc.ep}}
+		o, err := toSmall(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := o.(*sliceObj).names; !slices.Equal(got, tc.want) {
+			t.Errorf("%s: names %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
 
 func eventually(t *testing.T, ok func() bool) {
 	t.Helper()

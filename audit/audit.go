@@ -5,7 +5,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/nsguard/nsguard"
+	"github.com/nsguard/nsguard/clusterdns"
 )
 
 // Severity orders findings; --fail-on compares against it.
@@ -74,20 +74,20 @@ func (c Clients) String() string {
 
 // Finding is one problem Audit found.
 type Finding struct {
-	Check    string   `json:"check"`
-	Severity Severity `json:"severity"`
-	Message  string   `json:"message"`
-	Objects  []Object `json:"objects"`
-	Clients  Clients  `json:"clients"`
-	Name     string   `json:"name,omitempty"` // the DNS name that answers wrongly
-	CoreDNS  *Answer  `json:"coredns,omitempty"`
-	KubeDNS  *Answer  `json:"kubeDNS,omitempty"`
-	Fix      string   `json:"fix"`
+	Check    string             `json:"check"`
+	Severity Severity           `json:"severity"`
+	Message  string             `json:"message"`
+	Objects  []Object           `json:"objects"`
+	Clients  Clients            `json:"clients"`
+	Name     string             `json:"name,omitempty"` // the DNS name that answers wrongly
+	CoreDNS  *clusterdns.Answer `json:"coredns,omitempty"`
+	KubeDNS  *clusterdns.Answer `json:"kubeDNS,omitempty"`
+	Fix      string             `json:"fix"`
 }
 
 // Audit runs every check on c for the cluster zone (e.g. "cluster.local") and returns
 // the findings, most severe first, in a stable order.
-func Audit(c *Cluster, zone string) []Finding {
+func Audit(c *clusterdns.Cluster, zone string) []Finding {
 	zone = strings.ToLower(strings.TrimSuffix(zone, "."))
 	var out []Finding
 	out = append(out, namespaceCaptures(c, zone)...)
@@ -107,22 +107,25 @@ func Audit(c *Cluster, zone string) []Finding {
 	return out
 }
 
-func nsObject(n *Namespace) Object { return Object{Kind: "Namespace", Name: n.Name, Source: n.Source} }
-func svcObject(s *Service) Object {
+func nsObject(n *clusterdns.Namespace) Object {
+	return Object{Kind: "Namespace", Name: n.Name, Source: n.Source}
+}
+func svcObject(s *clusterdns.Service) Object {
 	return Object{Kind: "Service", Namespace: s.Namespace, Name: s.Name, Source: s.Source}
 }
 
-func answers(c *Cluster, name, zone string) (*Answer, *Answer) {
+func answers(c *clusterdns.Cluster, name, zone string) (*clusterdns.Answer, *clusterdns.Answer) {
 	core, kube := c.CoreDNS(name, zone), c.KubeDNS(name, zone)
 	return &core, &kube
 }
 
 // namespaceCaptures: namespace N and Service N in another namespace D. A client outside D
 // that types N sends N.svc.<zone> second, and gets the namespace.
-func namespaceCaptures(c *Cluster, zone string) []Finding {
+func namespaceCaptures(c *clusterdns.Cluster, zone string) []Finding {
 	var out []Finding
-	for _, name := range sortedKeys(c.namespaces) {
-		var elsewhere []*Service
+	for _, ns := range c.Namespaces() {
+		name := ns.Name
+		var elsewhere []*clusterdns.Service
 		for _, s := range c.ServicesNamed(name) {
 			if s.Namespace != name {
 				elsewhere = append(elsewhere, s)
@@ -131,7 +134,6 @@ func namespaceCaptures(c *Cluster, zone string) []Finding {
 		if len(elsewhere) == 0 {
 			continue
 		}
-		ns := c.namespaces[name]
 		objs := []Object{nsObject(ns)}
 		var homes, targets []string
 		for _, s := range c.ServicesNamed(name) {
@@ -148,7 +150,7 @@ func namespaceCaptures(c *Cluster, zone string) []Finding {
 			sev = Error // kube-dns: the client connects to something it never meant
 		}
 		var exts []string
-		for _, s := range c.servicesIn(name) {
+		for _, s := range c.ServicesIn(name) {
 			if s.Type == "ExternalName" {
 				objs = append(objs, svcObject(s))
 				exts = append(exts, s.Name)
@@ -176,18 +178,16 @@ func namespaceCaptures(c *Cluster, zone string) []Finding {
 
 // endpointShadows: Service b in C with an endpoint named a, and Service a in namespace b.
 // A client in C typing a.b meant Service a in b; its first candidate a.b.C.svc is the endpoint.
-func endpointShadows(c *Cluster, zone string) []Finding {
+func endpointShadows(c *clusterdns.Cluster, zone string) []Finding {
 	var out []Finding
-	for _, key := range sortedKeys(c.endpoints) {
-		b := c.services[key]
-		if b == nil || b.Type == "ExternalName" {
+	for _, b := range c.Services() {
+		if b.IsExternalName() {
 			continue
 		}
-		eps := c.endpoints[key]
-		for _, a := range sortedKeys(eps) {
-			e := eps[a]
-			if e.Kind == DashedIP || !nsguard.IsDNSLabel(a) {
-				continue
+		for _, e := range c.Endpoints(b.Namespace, b.Name) {
+			a := e.Name
+			if !clusterdns.IsServiceName(a) {
+				continue // only a name a Service can have shadows one
 			}
 			meant := c.Service(b.Name, a)
 			if meant == nil {
@@ -216,30 +216,29 @@ func endpointShadows(c *Cluster, zone string) []Finding {
 
 // aliases follows every ExternalName Service whose target is in the cluster zone: it
 // must end at a name that answers, not at a namespace apex, nowhere, or in a loop.
-func aliases(c *Cluster, zone string) []Finding {
-	zones := zoneList(zone)
+func aliases(c *clusterdns.Cluster, zone string) []Finding {
+	zones := []string{clusterdns.FQDN(zone)}
 	var out []Finding
-	for _, key := range sortedKeys(c.services) {
-		s := c.services[key]
+	for _, s := range c.Services() {
 		if s.Type != "ExternalName" || s.ExternalName == "" {
 			continue
 		}
-		if nsguard.Classify(fqdn(s.ExternalName), zones).Shape == nsguard.OutOfZone {
+		if clusterdns.Classify(clusterdns.FQDN(s.ExternalName), zones).Shape == clusterdns.OutOfZone {
 			continue
 		}
-		chain := []*Service{s}
-		seen := map[*Service]bool{s: true}
+		chain := []*clusterdns.Service{s}
+		seen := map[*clusterdns.Service]bool{s: true}
 		var f *Finding
 		for f == nil {
 			cur := chain[len(chain)-1]
-			target := fqdn(cur.ExternalName)
-			n := nsguard.Classify(target, zones)
+			target := clusterdns.FQDN(cur.ExternalName)
+			n := clusterdns.Classify(target, zones)
 			via := chainText(chain)
 			base := Finding{Clients: Clients{Scope: "all"}, Name: target, Objects: objects(chain)}
 			switch n.Shape {
-			case nsguard.OutOfZone:
+			case clusterdns.OutOfZone:
 				// leaves the cluster: nothing more to check here
-			case nsguard.NamespaceApex:
+			case clusterdns.NamespaceApex:
 				core, kube := answers(c, target, zone)
 				base.Check, base.Severity, base.CoreDNS, base.KubeDNS = CheckAliasNamespace, Error, core, kube
 				if ns := c.Namespace(n.Namespace); ns != nil {
@@ -249,7 +248,7 @@ func aliases(c *Cluster, zone string) []Finding {
 					s.Namespace+"/"+s.Name, target, via, core, kube)
 				base.Fix = fmt.Sprintf("point %s/%s at <service>.%s.svc.%s (a Service name, not a namespace)", cur.Namespace, cur.Name, strings.ToLower(n.Namespace), zone)
 				f = &base
-			case nsguard.Service:
+			case clusterdns.ServiceName:
 				next := c.Service(n.Namespace, n.Service)
 				if next == nil {
 					base.Check, base.Severity = CheckAliasDangling, Warning
@@ -259,7 +258,7 @@ func aliases(c *Cluster, zone string) []Finding {
 					f = &base
 					break
 				}
-				if next.Type == "ExternalName" && nsguard.Classify(fqdn(next.ExternalName), zones).Shape != nsguard.OutOfZone {
+				if next.Type == "ExternalName" && clusterdns.Classify(clusterdns.FQDN(next.ExternalName), zones).Shape != clusterdns.OutOfZone {
 					if seen[next] {
 						if next != s {
 							break // s leads into a loop; the loop's own members report it
@@ -297,7 +296,7 @@ func aliases(c *Cluster, zone string) []Finding {
 	return out
 }
 
-func objects(chain []*Service) []Object {
+func objects(chain []*clusterdns.Service) []Object {
 	out := make([]Object, len(chain))
 	for i, s := range chain {
 		out[i] = svcObject(s)
@@ -305,12 +304,12 @@ func objects(chain []*Service) []Object {
 	return out
 }
 
-func chainText(chain []*Service) string {
+func chainText(chain []*clusterdns.Service) string {
 	parts := make([]string, 0, len(chain)+1)
 	for _, s := range chain {
 		parts = append(parts, s.Namespace+"/"+s.Name)
 	}
-	parts = append(parts, fqdn(chain[len(chain)-1].ExternalName))
+	parts = append(parts, clusterdns.FQDN(chain[len(chain)-1].ExternalName))
 	return strings.Join(parts, " -> ")
 }
 
@@ -331,12 +330,12 @@ func init() {
 	}
 }
 
-func reserved(c *Cluster, zone string) []Finding {
+func reserved(c *clusterdns.Cluster, zone string) []Finding {
 	var out []Finding
-	for _, name := range sortedKeys(c.namespaces) {
-		ns := c.namespaces[name]
+	for _, ns := range c.Namespaces() {
+		name := ns.Name
 		objs := []Object{nsObject(ns)}
-		for _, s := range c.servicesIn(name) {
+		for _, s := range c.ServicesIn(name) {
 			objs = append(objs, svcObject(s))
 		}
 		switch {

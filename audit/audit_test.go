@@ -5,9 +5,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/nsguard/nsguard/clusterdns"
 )
 
-func load(t testing.TB, paths ...string) *Cluster {
+func load(t testing.TB, paths ...string) *clusterdns.Cluster {
 	t.Helper()
 	c, err := LoadFiles(paths, nil)
 	if err != nil {
@@ -91,13 +93,13 @@ func TestIncidentAnswers(t *testing.T) {
 
 // A namespace with only ClusterIP Services is a warning: CoreDNS NODATA, kube-dns NXDOMAIN.
 func TestCaptureWithoutAliasesIsWarning(t *testing.T) {
-	c := NewCluster()
+	c := clusterdns.NewCluster()
 	c.AddNamespace("payments", "test")
 	c.AddNamespace("shop", "test")
-	c.AddService(Service{Namespace: "shop", Name: "payments", ClusterIPs: []string{"10.0.0.1"}})
-	c.AddService(Service{Namespace: "payments", Name: "api", ClusterIPs: []string{"10.0.0.2"}})
+	c.AddService(clusterdns.Service{Namespace: "shop", Name: "payments", ClusterIPs: []string{"10.0.0.1"}})
+	c.AddService(clusterdns.Service{Namespace: "payments", Name: "api", ClusterIPs: []string{"10.0.0.2"}})
 	fs := Audit(c, "cluster.local")
-	if len(fs) != 1 || fs[0].Severity != Warning || fs[0].KubeDNS.Rcode != NXDomain || !fs[0].CoreDNS.NoData() {
+	if len(fs) != 1 || fs[0].Severity != Warning || fs[0].KubeDNS.Rcode != clusterdns.NXDomain || !fs[0].CoreDNS.NoData() {
 		t.Fatalf("got %+v", fs)
 	}
 }
@@ -105,17 +107,17 @@ func TestCaptureWithoutAliasesIsWarning(t *testing.T) {
 func TestEndpointShadowNearMisses(t *testing.T) {
 	tests := []struct {
 		name   string
-		add    func(c *Cluster)
+		add    func(c *clusterdns.Cluster)
 		shadow bool
 	}{
-		{"statefulset pod in own namespace", func(c *Cluster) {}, false},
-		{"service web-0 in namespace nginx", func(c *Cluster) {
-			c.AddService(Service{Namespace: "nginx", Name: "web-0"})
+		{"statefulset pod in own namespace", func(c *clusterdns.Cluster) {}, false},
+		{"service web-0 in namespace nginx", func(c *clusterdns.Cluster) {
+			c.AddService(clusterdns.Service{Namespace: "nginx", Name: "web-0"})
 		}, true},
 		// Service names start with a letter (RFC 1035), so a dashed IP never shadows one.
-		{"dashed IP", func(c *Cluster) {
-			c.AddAddress("web", "nginx", "10.1.2.3", "test")
-			c.AddService(Service{Namespace: "nginx", Name: "10-1-2-3"})
+		{"dashed IP", func(c *clusterdns.Cluster) {
+			c.AddSliceEndpoint("web", "nginx", clusterdns.SliceEndpoint{Addresses: []string{"10.1.2.3"}}, "test")
+			c.AddService(clusterdns.Service{Namespace: "nginx", Name: "10-1-2-3"})
 		}, false},
 	}
 	for _, tt := range tests {
@@ -138,13 +140,13 @@ func TestEndpointShadowNearMisses(t *testing.T) {
 // BenchmarkAudit audits 5,000 namespaces and 20,000 Services: one Service in 50 is named
 // like a namespace, one in 20 is an ExternalName, and 1,000 headless Services have endpoints.
 func BenchmarkAudit(b *testing.B) {
-	c := NewCluster()
+	c := clusterdns.NewCluster()
 	for i := range 5000 {
 		c.AddNamespace(fmt.Sprintf("ns-%d", i), "bench")
 	}
 	for i := range 20000 {
 		ns := fmt.Sprintf("ns-%d", i%5000)
-		s := Service{Namespace: ns, Name: fmt.Sprintf("svc-%d", i), ClusterIPs: []string{"10.96.0.1"}}
+		s := clusterdns.Service{Namespace: ns, Name: fmt.Sprintf("svc-%d", i), ClusterIPs: []string{"10.96.0.1"}}
 		switch {
 		case i%50 == 0:
 			s.Name = fmt.Sprintf("ns-%d", i/50+1)
@@ -152,7 +154,7 @@ func BenchmarkAudit(b *testing.B) {
 			s.Type, s.ExternalName = "ExternalName", fmt.Sprintf("svc-%d.ns-%d.svc.cluster.local", i+2, (i+2)%5000)
 		case i%20 == 2:
 			s.Headless, s.ClusterIPs = true, nil
-			c.AddEndpoint(ns, s.Name, Endpoint{Name: "web-0", Addrs: []string{"10.244.0.1"}})
+			c.AddEndpoint(ns, s.Name, clusterdns.Endpoint{Name: "web-0", Addrs: []string{"10.244.0.1"}})
 		}
 		c.AddService(s)
 	}

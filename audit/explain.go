@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/nsguard/nsguard"
+	"github.com/nsguard/nsguard/clusterdns"
 )
 
 // ExplainOptions are a pod's resolver settings. Zero values take the Kubernetes defaults.
@@ -16,10 +16,10 @@ type ExplainOptions struct {
 
 // Candidate is one name the resolver sends, how cluster DNS reads it and what it answers.
 type Candidate struct {
-	Name    string `json:"name"`
-	ReadAs  string `json:"readAs"`
-	CoreDNS Answer `json:"coredns"`
-	KubeDNS Answer `json:"kubeDNS"`
+	Name    string            `json:"name"`
+	ReadAs  string            `json:"readAs"`
+	CoreDNS clusterdns.Answer `json:"coredns"`
+	KubeDNS clusterdns.Answer `json:"kubeDNS"`
 }
 
 // Outcome is where a lookup ends with one cluster DNS. Index is a 0-based candidate
@@ -47,7 +47,7 @@ type Explanation struct {
 
 // Explain lists the search candidates a pod in namespace from sends for name, and what
 // CoreDNS and kube-dns answer to each.
-func Explain(c *Cluster, name, from string, o ExplainOptions) Explanation {
+func Explain(c *clusterdns.Cluster, name, from string, o ExplainOptions) Explanation {
 	zone := strings.ToLower(strings.TrimSuffix(o.Zone, "."))
 	if zone == "" {
 		zone = "cluster.local"
@@ -72,8 +72,8 @@ func Explain(c *Cluster, name, from string, o ExplainOptions) Explanation {
 		})
 	}
 	e.Meant, e.MeantName = meant(c, name, from, zone)
-	e.CoreDNS = outcome(e, func(c Candidate) Answer { return c.CoreDNS })
-	e.KubeDNS = outcome(e, func(c Candidate) Answer { return c.KubeDNS })
+	e.CoreDNS = outcome(e, func(c Candidate) clusterdns.Answer { return c.CoreDNS })
+	e.KubeDNS = outcome(e, func(c Candidate) clusterdns.Answer { return c.KubeDNS })
 	return e
 }
 
@@ -96,17 +96,17 @@ func Candidates(name string, search []string, ndots int) []string {
 }
 
 func readAs(qname, zone string) string {
-	n := nsguard.Classify(qname, zoneList(zone))
+	n := clusterdns.Classify(qname, []string{clusterdns.FQDN(zone)})
 	switch n.Shape {
-	case nsguard.OutOfZone:
+	case clusterdns.OutOfZone:
 		return "outside the cluster zone"
-	case nsguard.NamespaceApex:
+	case clusterdns.NamespaceApex:
 		return "namespace " + n.Namespace + " (apex)"
-	case nsguard.Service:
+	case clusterdns.ServiceName:
 		return "Service " + n.Service + " in " + n.Namespace
-	case nsguard.Endpoint:
+	case clusterdns.EndpointName:
 		return "endpoint " + n.Endpoint + " of Service " + n.Service + " in " + n.Namespace
-	case nsguard.Other:
+	case clusterdns.Other:
 		return "no cluster name"
 	}
 	return n.Shape.String()
@@ -115,16 +115,16 @@ func readAs(qname, zone string) string {
 // meant guesses what a person typing name in namespace from wanted: x is Service x, a.b
 // and a.b.svc are Service a in namespace b, and a name in the zone is itself. Anything
 // else is a host outside the cluster.
-func meant(c *Cluster, name, from, zone string) (string, string) {
+func meant(c *clusterdns.Cluster, name, from, zone string) (string, string) {
 	name = strings.ToLower(name)
-	zones := zoneList(zone)
+	zones := []string{clusterdns.FQDN(zone)}
 	if strings.HasSuffix(name, ".") {
-		if nsguard.Classify(name, zones).Shape == nsguard.OutOfZone {
+		if clusterdns.Classify(name, zones).Shape == clusterdns.OutOfZone {
 			return "host " + name + " outside the cluster", ""
 		}
 		return readAs(name, zone), name
 	}
-	if n := nsguard.Classify(name+".", zones); n.Shape != nsguard.OutOfZone {
+	if n := clusterdns.Classify(name+".", zones); n.Shape != clusterdns.OutOfZone {
 		return readAs(name+".", zone), name + "."
 	}
 	labels := strings.Split(name, ".")
@@ -159,14 +159,14 @@ func meant(c *Cluster, name, from, zone string) (string, string) {
 	return "host " + name + " outside the cluster", ""
 }
 
-func outcome(e Explanation, answer func(Candidate) Answer) Outcome {
+func outcome(e Explanation, answer func(Candidate) clusterdns.Answer) Outcome {
 	o := Outcome{Winner: -1, MuslStop: -1}
 	for i, cand := range e.Candidates {
 		a := answer(cand)
-		if o.MuslStop < 0 && (a.Rcode == NoError || a.Rcode == Upstream) {
+		if o.MuslStop < 0 && (a.Rcode == clusterdns.NoError || a.Rcode == clusterdns.Upstream) {
 			o.MuslStop = i
 		}
-		if a.HasRecords() || a.Rcode == Upstream {
+		if a.HasRecords() || a.Rcode == clusterdns.Upstream {
 			o.Winner = i
 			break
 		}
@@ -178,11 +178,11 @@ func outcome(e Explanation, answer func(Candidate) Answer) Outcome {
 		return o
 	case e.Candidates[o.Winner].Name == e.MeantName:
 		o.Meant = true
-	case outside && answer(e.Candidates[o.Winner]).Rcode == Upstream:
+	case outside && answer(e.Candidates[o.Winner]).Rcode == clusterdns.Upstream:
 		o.Meant = true
 	}
 	w := e.Candidates[o.Winner]
-	if answer(w).Rcode == Upstream {
+	if answer(w).Rcode == clusterdns.Upstream {
 		o.Verdict = fmt.Sprintf("candidate %d (%s) goes upstream", o.Winner+1, w.Name)
 	} else {
 		o.Verdict = fmt.Sprintf("candidate %d (%s, %s) answers %s", o.Winner+1, w.Name, w.ReadAs, answer(w))

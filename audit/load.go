@@ -21,14 +21,16 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/pager"
+
+	"github.com/nsguard/nsguard/clusterdns"
 )
 
 // LoadFiles reads manifests from paths: files, directories (recursively, *.yaml, *.yml and
 // *.json) or "-" for stdin. Each file may hold several YAML documents or JSON objects,
 // List kinds and the output of kubectl get -o yaml|json. Kinds nsguard does not need are
 // skipped; a document that cannot be decoded fails the load, naming file and document.
-func LoadFiles(paths []string, stdin io.Reader) (*Cluster, error) {
-	c := NewCluster()
+func LoadFiles(paths []string, stdin io.Reader) (*clusterdns.Cluster, error) {
+	c := loader{clusterdns.NewCluster()}
 	for _, p := range paths {
 		if p == "-" {
 			if err := c.loadStream(stdin, "<stdin>"); err != nil {
@@ -62,10 +64,13 @@ func LoadFiles(paths []string, stdin io.Reader) (*Cluster, error) {
 			return nil, err
 		}
 	}
-	return c, nil
+	return c.Cluster, nil
 }
 
-func (c *Cluster) loadFile(path string) error {
+// loader adds what manifests and the API hold to a Cluster.
+type loader struct{ *clusterdns.Cluster }
+
+func (c loader) loadFile(path string) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
@@ -74,7 +79,7 @@ func (c *Cluster) loadFile(path string) error {
 	return c.loadStream(f, path)
 }
 
-func (c *Cluster) loadStream(r io.Reader, name string) error {
+func (c loader) loadStream(r io.Reader, name string) error {
 	d := utilyaml.NewYAMLOrJSONDecoder(bufio.NewReader(r), 4096)
 	for n := 1; ; n++ {
 		var raw json.RawMessage
@@ -105,7 +110,7 @@ var decoder = scheme.Codecs.UniversalDeserializer()
 
 // addRaw adds one JSON object. Items of a typed list (ServiceList) may lack apiVersion
 // and kind, as the API returns them; they inherit them from the list.
-func (c *Cluster) addRaw(raw []byte, where, apiVersion, kind string) error {
+func (c loader) addRaw(raw []byte, where, apiVersion, kind string) error {
 	var h header
 	if err := json.Unmarshal(raw, &h); err != nil {
 		return fmt.Errorf("not a Kubernetes object: %w", err)
@@ -149,7 +154,7 @@ func (c *Cluster) addRaw(raw []byte, where, apiVersion, kind string) error {
 }
 
 // add records one typed object. Offline, a namespaced object without a namespace is in "default".
-func (c *Cluster) add(obj runtime.Object, src string) error {
+func (c loader) add(obj runtime.Object, src string) error {
 	m, ok := obj.(metav1.Object)
 	if !ok {
 		return nil
@@ -165,7 +170,7 @@ func (c *Cluster) add(obj runtime.Object, src string) error {
 	case *corev1.Namespace:
 		c.AddNamespace(o.Name, src)
 	case *corev1.Service:
-		c.AddService(Service{
+		c.AddService(clusterdns.Service{
 			Namespace: ns, Name: o.Name, Type: string(o.Spec.Type), ExternalName: o.Spec.ExternalName,
 			Headless: o.Spec.ClusterIP == corev1.ClusterIPNone, ClusterIPs: clusterIPs(o), Source: src,
 		})
@@ -175,15 +180,16 @@ func (c *Cluster) add(obj runtime.Object, src string) error {
 			return nil // not owned by a Service: DNS does not use it
 		}
 		for _, ep := range o.Endpoints {
-			if ep.Conditions.Ready != nil && !*ep.Conditions.Ready {
-				continue
-			}
-			c.addEndpoint(ns, svc, ptrString(ep.Hostname), ep.TargetRef, ep.Addresses, src)
+			c.AddSliceEndpoint(ns, svc, clusterdns.SliceEndpoint{
+				Hostname: ptrString(ep.Hostname), PodName: podName(ep.TargetRef), Addresses: ep.Addresses, Ready: ep.Conditions.Ready,
+			}, src)
 		}
 	case *corev1.Endpoints:
 		for _, ss := range o.Subsets {
-			for _, a := range ss.Addresses {
-				c.addEndpoint(ns, o.Name, a.Hostname, a.TargetRef, []string{a.IP}, src)
+			for _, a := range ss.Addresses { // NotReadyAddresses are not answered
+				c.AddSliceEndpoint(ns, o.Name, clusterdns.SliceEndpoint{
+					Hostname: a.Hostname, PodName: podName(a.TargetRef), Addresses: []string{a.IP},
+				}, src)
 			}
 		}
 	case *appsv1.StatefulSet:
@@ -197,7 +203,7 @@ func (c *Cluster) add(obj runtime.Object, src string) error {
 			replicas = min(*o.Spec.Replicas, 10000)
 		}
 		for i := range replicas {
-			c.AddEndpoint(ns, o.Spec.ServiceName, Endpoint{Name: fmt.Sprintf("%s-%d", o.Name, i), Kind: Hostname, Source: src})
+			c.AddEndpoint(ns, o.Spec.ServiceName, clusterdns.Endpoint{Name: fmt.Sprintf("%s-%d", o.Name, i), Kind: clusterdns.EndpointHostname, Source: src})
 		}
 	case *corev1.Pod:
 		if o.Spec.Hostname != "" && o.Spec.Subdomain != "" {
@@ -205,23 +211,18 @@ func (c *Cluster) add(obj runtime.Object, src string) error {
 			for _, ip := range o.Status.PodIPs {
 				addrs = append(addrs, ip.IP)
 			}
-			c.AddEndpoint(ns, o.Spec.Subdomain, Endpoint{Name: o.Spec.Hostname, Kind: Hostname, Addrs: addrs, Source: src})
+			c.AddEndpoint(ns, o.Spec.Subdomain, clusterdns.Endpoint{Name: o.Spec.Hostname, Kind: clusterdns.EndpointHostname, Addrs: addrs, Source: src})
 		}
 	}
 	return nil
 }
 
-func (c *Cluster) addEndpoint(ns, svc, hostname string, ref *corev1.ObjectReference, addrs []string, src string) {
-	if hostname != "" {
-		c.AddEndpoint(ns, svc, Endpoint{Name: hostname, Kind: Hostname, Addrs: addrs, Source: src})
-	} else {
-		for _, a := range addrs {
-			c.AddAddress(ns, svc, a, src)
-		}
+// podName is the name of the Pod ref points at, or "".
+func podName(ref *corev1.ObjectReference) string {
+	if ref == nil || ref.Kind != "Pod" {
+		return ""
 	}
-	if ref != nil && ref.Kind == "Pod" && ref.Name != "" && ref.Name != hostname {
-		c.AddEndpoint(ns, svc, Endpoint{Name: ref.Name, Kind: PodName, Addrs: addrs, Source: src})
-	}
+	return ref.Name
 }
 
 func clusterIPs(s *corev1.Service) []string {
@@ -242,8 +243,8 @@ func ptrString(p *string) string {
 }
 
 // LoadLive reads namespaces, Services and EndpointSlices from the API. It only lists.
-func LoadLive(ctx context.Context, cs kubernetes.Interface) (*Cluster, error) {
-	c := NewCluster()
+func LoadLive(ctx context.Context, cs kubernetes.Interface) (*clusterdns.Cluster, error) {
+	c := loader{clusterdns.NewCluster()}
 	lists := []struct {
 		kind string
 		list func(metav1.ListOptions) (runtime.Object, error)
@@ -262,5 +263,5 @@ func LoadLive(ctx context.Context, cs kubernetes.Interface) (*Cluster, error) {
 			return nil, fmt.Errorf("listing %s: %w", l.kind, err)
 		}
 	}
-	return c, nil
+	return c.Cluster, nil
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/nsguard/nsguard/audit"
+	"github.com/nsguard/nsguard/clusterdns"
 )
 
 const auditSynopsis = `nsguard audit [-f PATH]... [--kubeconfig FILE] [--context NAME] [--zone ZONE]
@@ -116,9 +117,9 @@ func writeTable(w io.Writer, findings []audit.Finding, zone string) error {
 	return err
 }
 
-func describe(a audit.Answer) string {
+func describe(a clusterdns.Answer) string {
 	s := a.String()
-	if a.Rcode == audit.NoError && len(a.Records) > 0 {
+	if a.Rcode == clusterdns.NoError && len(a.Records) > 0 {
 		s = "NOERROR " + s
 	}
 	if a.Note != "" {

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/nsguard/nsguard"
 	"github.com/nsguard/nsguard/audit"
+	"github.com/nsguard/nsguard/clusterdns"
 )
 
 const explainSynopsis = `nsguard explain NAME --from NAMESPACE [-f PATH]... [--kubeconfig FILE] [--context NAME]
@@ -36,7 +36,7 @@ func runExplain(args []string, stdin io.Reader, stdout, stderr io.Writer) (int, 
 		return 2, usagef("explain takes one NAME, got %d arguments", len(pos))
 	case *from == "":
 		return 2, usagef("--from NAMESPACE is required")
-	case !nsguard.IsDNSLabel(*from):
+	case !clusterdns.IsDNSLabel(*from):
 		return 2, usagef("--from %q: not a namespace name", *from)
 	case *ndots < 0 || *ndots > 15:
 		return 2, usagef("--ndots %d: want 0 to 15", *ndots)
@@ -79,14 +79,8 @@ func runExplain(args []string, stdin io.Reader, stdout, stderr io.Writer) (int, 
 }
 
 func checkName(name string) error {
-	trimmed := strings.TrimSuffix(name, ".")
-	if trimmed == "" {
-		return usagef("NAME %q: empty", name)
-	}
-	for _, l := range strings.Split(trimmed, ".") {
-		if !validLabel(l) {
-			return usagef("NAME %q: label %q is not a DNS label", name, l)
-		}
+	if err := clusterdns.CheckName(name); err != nil {
+		return usagef("NAME %q: %v", name, err)
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/nsguard/nsguard/audit"
+	"github.com/nsguard/nsguard/clusterdns"
 )
 
 var errHelp = errors.New("help shown")
@@ -42,28 +43,13 @@ func (s *source) check() error {
 	if len(s.files) > 0 && (s.kubeconfig != "" || s.context != "") {
 		return usagef("-f reads manifests; it cannot be combined with --kubeconfig or --context")
 	}
-	z := strings.TrimSuffix(s.zone, ".")
-	for _, l := range strings.Split(z, ".") {
-		if !validLabel(l) {
-			return usagef("--zone %q: not a DNS name", s.zone)
-		}
+	if err := clusterdns.CheckName(s.zone); err != nil {
+		return usagef("--zone %q: %v", s.zone, err)
 	}
 	return nil
 }
 
-func validLabel(l string) bool {
-	if l == "" || len(l) > 63 {
-		return false
-	}
-	for _, c := range l {
-		if !(c == '-' || c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
-			return false
-		}
-	}
-	return true
-}
-
-func (s *source) load(stdin io.Reader) (*audit.Cluster, error) {
+func (s *source) load(stdin io.Reader) (*clusterdns.Cluster, error) {
 	if len(s.files) > 0 {
 		return audit.LoadFiles(s.files, stdin)
 	}

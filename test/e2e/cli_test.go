@@ -6,6 +6,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/nsguard/nsguard/audit"
+	"github.com/nsguard/nsguard/clusterdns"
 	"github.com/nsguard/nsguard/test/e2e/cluster"
 	"github.com/nsguard/nsguard/test/e2e/coredns"
 )
@@ -22,7 +23,7 @@ func TestExplainAgreesWithCoreDNS(t *testing.T) {
 		e := audit.Explain(c, name, cluster.ClientNamespace, audit.ExplainOptions{})
 		checked := 0
 		for _, cand := range e.Candidates {
-			if cand.CoreDNS.Rcode == audit.Upstream {
+			if cand.CoreDNS.Rcode == clusterdns.Upstream {
 				continue // outside the zone: the suite's stand-in upstream, not cluster state
 			}
 			checked++

@@ -37,6 +37,7 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
 	"github.com/nsguard/nsguard/test/e2e/cluster"
 	"github.com/nsguard/nsguard/test/e2e/coredns"
 )

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
 	"github.com/nsguard/nsguard/test/e2e/resolvers"
 )
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
 	"github.com/nsguard/nsguard/test/e2e/kubedns"
 )
 

@@ -1,4 +1,4 @@
-package nsguard
+package clusterdns
 
 import (
 	"strings"
@@ -15,18 +15,18 @@ func TestClassify(t *testing.T) {
 		{"my-app.svc.cluster.local.", nil, Name{Shape: NamespaceApex, Zone: "cluster.local.", Namespace: "my-app"}},
 		{"My-App.SVC.Cluster.LOCAL.", nil, Name{Shape: NamespaceApex, Zone: "cluster.local.", Namespace: "My-App"}},
 		{"my-app.svc.example.org.", nil, Name{Shape: NamespaceApex, Zone: "example.org.", Namespace: "my-app"}},
-		{"my-app.new-namespace-2.svc.cluster.local.", nil, Name{Shape: Service, Zone: "cluster.local.", Namespace: "new-namespace-2", Service: "my-app"}},
-		{"web-0.nginx.default.svc.cluster.local.", nil, Name{Shape: Endpoint, Zone: "cluster.local.", Namespace: "default", Service: "nginx", Endpoint: "web-0"}},
-		{"10-244-1-5.nginx.default.svc.cluster.local.", nil, Name{Shape: Endpoint, Zone: "cluster.local.", Namespace: "default", Service: "nginx", Endpoint: "10-244-1-5"}},
-		{"_https._tcp.my-app.ns.svc.cluster.local.", nil, Name{Shape: Endpoint, Zone: "cluster.local.", Namespace: "ns", Service: "my-app", Endpoint: "_https._tcp"}},
-		{"_tcp.my-app.ns.svc.cluster.local.", nil, Name{Shape: Endpoint, Zone: "cluster.local.", Namespace: "ns", Service: "my-app", Endpoint: "_tcp"}},
+		{"my-app.new-namespace-2.svc.cluster.local.", nil, Name{Shape: ServiceName, Zone: "cluster.local.", Namespace: "new-namespace-2", Service: "my-app"}},
+		{"web-0.nginx.default.svc.cluster.local.", nil, Name{Shape: EndpointName, Zone: "cluster.local.", Namespace: "default", Service: "nginx", Endpoint: "web-0"}},
+		{"10-244-1-5.nginx.default.svc.cluster.local.", nil, Name{Shape: EndpointName, Zone: "cluster.local.", Namespace: "default", Service: "nginx", Endpoint: "10-244-1-5"}},
+		{"_https._tcp.my-app.ns.svc.cluster.local.", nil, Name{Shape: EndpointName, Zone: "cluster.local.", Namespace: "ns", Service: "my-app", Endpoint: "_https._tcp"}},
+		{"_tcp.my-app.ns.svc.cluster.local.", nil, Name{Shape: EndpointName, Zone: "cluster.local.", Namespace: "ns", Service: "my-app", Endpoint: "_tcp"}},
 		{"a.b.my-app.ns.svc.cluster.local.", nil, Name{Shape: Other, Zone: "cluster.local."}},
 		{"x.y.z.my-app.ns.svc.cluster.local.", nil, Name{Shape: Other, Zone: "cluster.local."}},
 		{"svc.cluster.local.", nil, Name{Shape: SvcApex, Zone: "cluster.local."}},
 		{"cluster.local.", nil, Name{Shape: ZoneApex, Zone: "cluster.local."}},
 		{"CLUSTER.local.", nil, Name{Shape: ZoneApex, Zone: "cluster.local."}},
-		{"pod.cluster.local.", nil, Name{Shape: Pod, Zone: "cluster.local."}},
-		{"10-244-1-5.default.pod.cluster.local.", nil, Name{Shape: Pod, Zone: "cluster.local."}},
+		{"pod.cluster.local.", nil, Name{Shape: PodName, Zone: "cluster.local."}},
+		{"10-244-1-5.default.pod.cluster.local.", nil, Name{Shape: PodName, Zone: "cluster.local."}},
 		{"my-app.cluster.local.", nil, Name{Shape: Other, Zone: "cluster.local."}},
 		{"my-app.corp.example.", nil, Name{Shape: OutOfZone}},
 		{"notcluster.local.", nil, Name{Shape: OutOfZone}},
@@ -71,23 +71,6 @@ func TestClassifyDoesNotAllocate(t *testing.T) {
 	}
 }
 
-func TestIsDNSLabel(t *testing.T) {
-	tests := []struct {
-		label string
-		want  bool
-	}{
-		{"my-app", true}, {"My-App", true}, {"a", true}, {"0", true}, {"a1-b2", true},
-		{strings.Repeat("x", 63), true}, {strings.Repeat("x", 64), false},
-		{"", false}, {"-a", false}, {"a-", false}, {"a_b", false}, {"a.b", false}, {`a\.b`, false},
-		{"mý", false}, {"*", false}, {"@", false}, {"[", false}, {"`", false}, {"{", false},
-	}
-	for _, tc := range tests {
-		if got := IsDNSLabel(tc.label); got != tc.want {
-			t.Errorf("IsDNSLabel(%q) = %v, want %v", tc.label, got, tc.want)
-		}
-	}
-}
-
 func TestShapeString(t *testing.T) {
 	for s := OutOfZone; s <= Other; s++ {
 		if s.String() == "unknown" || s.String() == "" {
@@ -101,7 +84,7 @@ func TestShapeString(t *testing.T) {
 
 func TestClassifyRootZone(t *testing.T) {
 	got := Classify("web-0.nginx.default.svc.", []string{"."})
-	want := Name{Shape: Endpoint, Zone: ".", Namespace: "default", Service: "nginx", Endpoint: "web-0"}
+	want := Name{Shape: EndpointName, Zone: ".", Namespace: "default", Service: "nginx", Endpoint: "web-0"}
 	if got != want {
 		t.Errorf("got %+v, want %+v", got, want)
 	}

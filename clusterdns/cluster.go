@@ -1,8 +1,7 @@
-package audit
+package clusterdns
 
 import (
-	"net/netip"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -29,17 +28,19 @@ type Service struct {
 	ExternalName    string
 	Headless        bool
 	ClusterIPs      []string
+	Ports           []Port
 	Source          string
 }
 
-// EndpointKind is how an endpoint got its DNS name; it decides who answers it.
-type EndpointKind uint8
+// Port is a named port of a Service: cluster DNS answers SRV questions for _name._proto.
+type Port struct {
+	Name     string
+	Protocol string // TCP, UDP or SCTP
+	Port     int
+}
 
-const (
-	Hostname EndpointKind = iota // endpoint hostname: CoreDNS and kube-dns (headless) answer it
-	DashedIP                     // 10-1-2-3: CoreDNS's name for an endpoint without a hostname
-	PodName                      // CoreDNS answers it only with endpoint_pod_names
-)
+// IsExternalName reports an alias: a Service that cluster DNS answers with a CNAME.
+func (s *Service) IsExternalName() bool { return s.Type == "ExternalName" }
 
 // Endpoint is one named endpoint of a Service.
 type Endpoint struct {
@@ -104,39 +105,22 @@ func (c *Cluster) AddEndpoint(ns, service string, e Endpoint) {
 		if e.Kind < old.Kind { // a hostname is a stronger claim than a pod name
 			old.Kind = e.Kind
 		}
-		old.Addrs = appendNew(old.Addrs, e.Addrs...)
+		for _, a := range e.Addrs {
+			if !slices.Contains(old.Addrs, a) {
+				old.Addrs = append(old.Addrs, a)
+			}
+		}
 		return
 	}
 	m[e.Name] = &e
 }
 
-// AddAddress records an endpoint address that has no hostname: CoreDNS names it by its dashed IP.
-func (c *Cluster) AddAddress(ns, service, addr, source string) {
-	a, err := netip.ParseAddr(addr)
-	if err != nil {
-		return
+// AddSliceEndpoint records the names cluster DNS gives one endpoint of Service ns/service.
+func (c *Cluster) AddSliceEndpoint(ns, service string, e SliceEndpoint, source string) {
+	for _, n := range e.Names() {
+		n.Source = source
+		c.AddEndpoint(ns, service, n)
 	}
-	dashed := strings.NewReplacer(".", "-", ":", "-").Replace(a.StringExpanded())
-	if a.Is4() {
-		dashed = strings.ReplaceAll(a.String(), ".", "-")
-	}
-	c.AddEndpoint(ns, service, Endpoint{Name: dashed, Kind: DashedIP, Addrs: []string{addr}, Source: source})
-}
-
-func appendNew(list []string, add ...string) []string {
-	for _, a := range add {
-		found := false
-		for _, l := range list {
-			if l == a {
-				found = true
-				break
-			}
-		}
-		if !found {
-			list = append(list, a)
-		}
-	}
-	return list
 }
 
 // Namespace returns the namespace called name, or nil.
@@ -152,28 +136,43 @@ func (c *Cluster) Endpoint(ns, service, name string) *Endpoint {
 	return c.endpoints[strings.ToLower(ns)+"/"+strings.ToLower(service)][strings.ToLower(name)]
 }
 
+// Namespaces returns every namespace, sorted by name.
+func (c *Cluster) Namespaces() []*Namespace { return sortedValues(c.namespaces) }
+
+// Services returns every Service, sorted by namespace and name.
+func (c *Cluster) Services() []*Service { return sortedValues(c.services) }
+
 // ServicesNamed returns the Services called name in every namespace, sorted by namespace.
 func (c *Cluster) ServicesNamed(name string) []*Service {
-	list := append([]*Service(nil), c.byName[strings.ToLower(name)]...)
-	sort.Slice(list, func(i, j int) bool { return list[i].Namespace < list[j].Namespace })
+	list := slices.Clone(c.byName[strings.ToLower(name)])
+	slices.SortFunc(list, func(a, b *Service) int { return strings.Compare(a.Namespace, b.Namespace) })
 	return list
 }
 
-// servicesIn returns the Services of namespace ns, sorted by name.
-func (c *Cluster) servicesIn(ns string) []*Service {
-	list := append([]*Service(nil), c.byNS[strings.ToLower(ns)]...)
-	sort.Slice(list, func(i, j int) bool { return list[i].Name < list[j].Name })
+// ServicesIn returns the Services of namespace ns, sorted by name.
+func (c *Cluster) ServicesIn(ns string) []*Service {
+	list := slices.Clone(c.byNS[strings.ToLower(ns)])
+	slices.SortFunc(list, func(a, b *Service) int { return strings.Compare(a.Name, b.Name) })
 	return list
+}
+
+// Endpoints returns the named endpoints of Service ns/service, sorted by name.
+func (c *Cluster) Endpoints(ns, service string) []*Endpoint {
+	return sortedValues(c.endpoints[strings.ToLower(ns)+"/"+strings.ToLower(service)])
 }
 
 // Len returns the number of namespaces and Services.
 func (c *Cluster) Len() (namespaces, services int) { return len(c.namespaces), len(c.services) }
 
-func sortedKeys[V any](m map[string]V) []string {
+func sortedValues[V any](m map[string]V) []V {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
 	}
-	sort.Strings(keys)
-	return keys
+	slices.Sort(keys)
+	out := make([]V, len(keys))
+	for i, k := range keys {
+		out[i] = m[k]
+	}
+	return out
 }

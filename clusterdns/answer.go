@@ -1,10 +1,9 @@
-package audit
+package clusterdns
 
 import (
 	"net/netip"
+	"slices"
 	"strings"
-
-	"github.com/nsguard/nsguard"
 )
 
 // Rcodes of an Answer. Upstream stands for a name outside the cluster zone: cluster DNS
@@ -41,11 +40,10 @@ func (a Answer) String() string {
 }
 
 // zoneList turns "cluster.local" into the fully qualified, lower-case list Classify takes.
-func zoneList(zone string) []string {
-	return []string{strings.ToLower(strings.TrimSuffix(zone, ".")) + "."}
-}
+func zoneList(zone string) []string { return []string{FQDN(zone)} }
 
-func fqdn(name string) string {
+// FQDN returns name in lower case and fully qualified.
+func FQDN(name string) string {
 	if strings.HasSuffix(name, ".") {
 		return strings.ToLower(name)
 	}
@@ -57,29 +55,29 @@ var nxdomain = Answer{Rcode: NXDomain}
 // CoreDNS is the answer of CoreDNS's kubernetes plugin (default options: pods disabled,
 // no endpoint_pod_names) to an A question for qname (fully qualified).
 func (c *Cluster) CoreDNS(qname string, zone string) Answer {
-	n := nsguard.Classify(fqdn(qname), zoneList(zone))
+	n := Classify(FQDN(qname), zoneList(zone))
 	switch n.Shape {
-	case nsguard.OutOfZone:
+	case OutOfZone:
 		return Answer{Rcode: Upstream}
-	case nsguard.ZoneApex, nsguard.SvcApex:
+	case ZoneApex, SvcApex:
 		return Answer{Rcode: NoError}
-	case nsguard.Pod:
-		if strings.EqualFold(fqdn(qname), "pod."+zoneList(zone)[0]) {
+	case PodName:
+		if strings.EqualFold(FQDN(qname), "pod."+zoneList(zone)[0]) {
 			return Answer{Rcode: NoError}
 		}
 		return Answer{Rcode: NXDomain, Note: "pod names answer only with 'pods insecure' or 'pods verified'"}
-	case nsguard.NamespaceApex:
+	case NamespaceApex:
 		if c.Namespace(n.Namespace) != nil {
 			return Answer{Rcode: NoError, Note: "namespace apex"}
 		}
 		return nxdomain
-	case nsguard.Service:
+	case ServiceName:
 		s := c.Service(n.Namespace, n.Service)
 		if s == nil {
 			return nxdomain
 		}
 		return c.serviceAnswer(s)
-	case nsguard.Endpoint:
+	case EndpointName:
 		s := c.Service(n.Namespace, n.Service)
 		if s == nil || s.Type == "ExternalName" || strings.HasPrefix(n.Endpoint, "_") {
 			return nxdomain // ExternalName Services have no endpoint names (coredns#5734)
@@ -88,7 +86,7 @@ func (c *Cluster) CoreDNS(qname string, zone string) Answer {
 		if e == nil {
 			return nxdomain
 		}
-		if e.Kind == PodName {
+		if e.Kind == EndpointPodName {
 			return Answer{Rcode: NXDomain, Note: "answers " + strings.Join(aRecords(e.Addrs), ", ") + " with endpoint_pod_names"}
 		}
 		return Answer{Rcode: NoError, Records: aRecords(e.Addrs)}
@@ -98,14 +96,14 @@ func (c *Cluster) CoreDNS(qname string, zone string) Answer {
 
 // KubeDNS is kube-dns's answer to an A question for qname.
 func (c *Cluster) KubeDNS(qname string, zone string) Answer {
-	n := nsguard.Classify(fqdn(qname), zoneList(zone))
+	n := Classify(FQDN(qname), zoneList(zone))
 	switch n.Shape {
-	case nsguard.NamespaceApex:
+	case NamespaceApex:
 		// ExternalName Services are stored on the namespace's node of kube-dns's tree.
 		var recs []string
-		for _, s := range c.servicesIn(n.Namespace) {
+		for _, s := range c.ServicesIn(n.Namespace) {
 			if s.Type == "ExternalName" {
-				recs = append(recs, "CNAME "+fqdn(s.ExternalName))
+				recs = append(recs, "CNAME "+FQDN(s.ExternalName))
 			}
 		}
 		if len(recs) == 0 {
@@ -116,14 +114,14 @@ func (c *Cluster) KubeDNS(qname string, zone string) Answer {
 			a.Note += "; one CNAME and the addresses of every target, in random order"
 		}
 		return a
-	case nsguard.Endpoint:
+	case EndpointName:
 		s := c.Service(n.Namespace, n.Service)
 		e := c.Endpoint(n.Namespace, n.Service, n.Endpoint)
-		if s == nil || !s.Headless || e == nil || e.Kind != Hostname {
+		if s == nil || !s.Headless || e == nil || e.Kind != EndpointHostname {
 			return nxdomain // kube-dns names only the hostnames of headless Services' endpoints
 		}
 		return Answer{Rcode: NoError, Records: aRecords(e.Addrs)}
-	case nsguard.Pod:
+	case PodName:
 		return Answer{Rcode: NXDomain, Note: "kube-dns answers dashed pod IPs under pod." + strings.TrimSuffix(zoneList(zone)[0], ".")}
 	}
 	return c.CoreDNS(qname, zone)
@@ -132,11 +130,15 @@ func (c *Cluster) KubeDNS(qname string, zone string) Answer {
 func (c *Cluster) serviceAnswer(s *Service) Answer {
 	switch {
 	case s.Type == "ExternalName":
-		return Answer{Rcode: NoError, Records: []string{"CNAME " + fqdn(s.ExternalName)}}
+		return Answer{Rcode: NoError, Records: []string{"CNAME " + FQDN(s.ExternalName)}}
 	case s.Headless:
 		var addrs []string
-		for _, k := range sortedKeys(c.endpoints[s.Namespace+"/"+s.Name]) {
-			addrs = appendNew(addrs, c.endpoints[s.Namespace+"/"+s.Name][k].Addrs...)
+		for _, e := range c.Endpoints(s.Namespace, s.Name) {
+			for _, a := range e.Addrs {
+				if !slices.Contains(addrs, a) {
+					addrs = append(addrs, a)
+				}
+			}
 		}
 		if len(addrs) == 0 {
 			return Answer{Rcode: NXDomain, Note: "headless Service without ready endpoints"}

@@ -1,4 +1,4 @@
-package nsguard
+package clusterdns
 
 // Shape is what Kubernetes cluster DNS reads a name as, relative to its zone.
 type Shape uint8
@@ -9,9 +9,9 @@ const (
 	ZoneApex                   // Z
 	SvcApex                    // svc.Z
 	NamespaceApex              // <ns>.svc.Z: the search-path trap
-	Service                    // <svc>.<ns>.svc.Z
-	Endpoint                   // <endpoint>.<svc>.<ns>.svc.Z, and SRV names under a Service
-	Pod                        // pod.Z and below
+	ServiceName                // <svc>.<ns>.svc.Z
+	EndpointName               // <endpoint>.<svc>.<ns>.svc.Z, and SRV names under a Service
+	PodName                    // pod.Z and below
 	Other                      // any other name in Z; cluster DNS answers NXDOMAIN
 )
 
@@ -20,9 +20,9 @@ var shapeNames = [...]string{
 	ZoneApex:      "zone-apex",
 	SvcApex:       "svc-apex",
 	NamespaceApex: "namespace-apex",
-	Service:       "service",
-	Endpoint:      "endpoint",
-	Pod:           "pod",
+	ServiceName:   "service",
+	EndpointName:  "endpoint",
+	PodName:       "pod",
 	Other:         "other",
 }
 
@@ -38,24 +38,24 @@ func (s Shape) String() string {
 type Name struct {
 	Shape     Shape
 	Zone      string // the matching zone, as configured
-	Namespace string // for NamespaceApex, Service and Endpoint
-	Service   string // for Service and Endpoint
-	Endpoint  string // for Endpoint: the labels left of the Service (an endpoint, or _port._proto)
+	Namespace string // for NamespaceApex, ServiceName and EndpointName
+	Service   string // for ServiceName and EndpointName
+	Endpoint  string // for EndpointName: the labels left of the Service (an endpoint, or _port._proto)
 }
 
 // Classify reads qname (presentation format, fully qualified) against zones (lower case,
 // fully qualified) and picks the longest zone that holds it. It does not allocate.
 func Classify(qname string, zones []string) Name {
-	return classifyIn(qname, matchZone(qname, zones))
+	return ClassifyIn(qname, MatchZone(qname, zones))
 }
 
-// classifyIn is Classify once the zone is known ("" when none holds qname).
-func classifyIn(qname, zone string) Name {
+// ClassifyIn is Classify once the zone is known ("" when none holds qname).
+func ClassifyIn(qname, zone string) Name {
 	if zone == "" {
 		return Name{Shape: OutOfZone}
 	}
 	n := Name{Zone: zone, Shape: Other}
-	rest := belowZone(qname, zone)
+	rest := BelowZone(qname, zone)
 	if rest == "" {
 		n.Shape = ZoneApex
 		return n
@@ -79,10 +79,10 @@ func classifyIn(qname, zone string) Name {
 	}
 
 	switch {
-	case equalASCIIFold(labels[0], "pod"):
-		n.Shape = Pod
+	case EqualFold(labels[0], "pod"):
+		n.Shape = PodName
 		return n
-	case !equalASCIIFold(labels[0], "svc"):
+	case !EqualFold(labels[0], "svc"):
 		return n
 	}
 
@@ -99,7 +99,7 @@ func classifyIn(qname, zone string) Name {
 		}
 		n.Namespace, n.Service = labels[1], labels[2]
 		if count == 3 {
-			n.Shape = Service
+			n.Shape = ServiceName
 			return n
 		}
 		// Endpoint names are one label; SRV port names are _port._proto or _proto.
@@ -107,13 +107,13 @@ func classifyIn(qname, zone string) Name {
 		if count == 5 && (labels[3][0] != '_' || labels[4][0] != '_') {
 			return Name{Zone: zone, Shape: Other}
 		}
-		n.Shape = Endpoint
+		n.Shape = EndpointName
 	}
 	return n
 }
 
-// belowZone returns the labels of qname left of zone, each with its trailing dot.
-func belowZone(qname, zone string) string {
+// BelowZone returns the labels of qname left of zone, each with its trailing dot.
+func BelowZone(qname, zone string) string {
 	if zone == "." {
 		if qname == "." {
 			return ""
@@ -123,14 +123,14 @@ func belowZone(qname, zone string) string {
 	return qname[:len(qname)-len(zone)]
 }
 
-// matchZone returns the longest zone that qname is equal to or below, or "".
-func matchZone(qname string, zones []string) string {
+// MatchZone returns the longest zone that qname is equal to or below, or "".
+func MatchZone(qname string, zones []string) string {
 	best := ""
 	for _, z := range zones {
 		if len(z) <= len(best) || len(qname) < len(z) {
 			continue
 		}
-		if !equalASCIIFold(qname[len(qname)-len(z):], z) {
+		if !EqualFold(qname[len(qname)-len(z):], z) {
 			continue
 		}
 		if z == "." || len(qname) == len(z) || isLabelEnd(qname, len(qname)-len(z)-1) {
@@ -163,26 +163,8 @@ func isLabelEnd(s string, i int) bool {
 	return backslashes%2 == 0
 }
 
-// IsDNSLabel reports whether s is an RFC 1123 label, in any case: the names Kubernetes
-// gives namespaces and Services. Escaped or non-ASCII labels are never one.
-func IsDNSLabel(s string) bool {
-	if len(s) == 0 || len(s) > 63 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i] | 0x20 // ASCII lower case; digits and '-' are unchanged by it
-		switch {
-		case c >= 'a' && c <= 'z', s[i] >= '0' && s[i] <= '9':
-		case s[i] == '-' && i > 0 && i < len(s)-1:
-		default:
-			return false
-		}
-	}
-	return true
-}
-
-// equalASCIIFold is strings.EqualFold for DNS names: ASCII letters only, so it never decodes UTF-8.
-func equalASCIIFold(a, b string) bool {
+// EqualFold is strings.EqualFold for DNS names: ASCII letters only, so it never decodes UTF-8.
+func EqualFold(a, b string) bool {
 	if len(a) != len(b) {
 		return false
 	}
@@ -193,11 +175,4 @@ func equalASCIIFold(a, b string) bool {
 		}
 	}
 	return true
-}
-
-func lowerASCII(c byte) byte {
-	if c >= 'A' && c <= 'Z' {
-		return c + 'a' - 'A'
-	}
-	return c
 }

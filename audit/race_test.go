@@ -1,5 +1,0 @@
-//go:build race
-
-package audit
-
-const raceEnabled = true
