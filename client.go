@@ -21,10 +21,10 @@ func remoteIP(w dns.ResponseWriter) netip.Addr {
 	return addr.Unmap()
 }
 
-// clientPod is "namespace/name" of the Pod that sent the query, or "" when the view does
-// not know the address or cannot be trusted now. It does not allocate.
+// clientPod is "namespace/name" of the Pod that sent the query from ip, or "" when the view
+// does not know the address or more than one live Pod holds it. It does not allocate.
 func (g *NSGuard) clientPod(ip netip.Addr) string {
-	if !g.view.usable() || !ip.IsValid() { // with "clients off" the view holds no Pods
+	if !ip.IsValid() {
 		return ""
 	}
 	var buf [64]byte

@@ -65,7 +65,7 @@ func (c *contact) RoundTrip(req *http.Request) (*http.Response, error) {
 	for {
 		res, err := c.next.RoundTrip(req)
 		if err == nil {
-			if res.StatusCode < http.StatusInternalServerError && c.view.stale.Swap(false) {
+			if res.StatusCode < http.StatusInternalServerError && c.view.setStale(false) {
 				log.Info("cluster view in touch with the API server again")
 			}
 			return res, nil
@@ -73,8 +73,8 @@ func (c *contact) RoundTrip(req *http.Request) (*http.Response, error) {
 		if req.Context().Err() != nil {
 			return nil, err // stopping: not the API server's fault
 		}
-		if !c.view.stale.Swap(true) {
-			log.Warningf("cluster view cut off from the API server; client names, advice and endpoint shadow checks pause until it is back: %v", err)
+		if c.view.setStale(true) {
+			log.Warningf("cluster view cut off from the API server; client names, advice and endpoint shadow checks use its last known state until it is back (check the API server and the network to it): %v", err)
 		}
 		if req.Method != http.MethodGet || req.Body != nil || time.Now().After(give) {
 			return nil, err

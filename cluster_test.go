@@ -20,18 +20,20 @@ func TestClusterAware(t *testing.T) {
 	v, _ := startView(t, true, incidentObjects()...)
 	const client, stranger = "10.244.1.5", "10.244.9.9"
 	tests := []struct {
-		name      string
-		mode      Mode
-		allow     []string // allow client
-		qname     string
-		from      string
-		upstream  string
-		synced    bool
-		stale     bool
-		wantRcode int      // of the answer written
-		wantLine  []string // all in one line; nil: no line
-		shadows   string   // endpoint_shadows_total action that rises
-		skip      string   // view_skips_total reason that rises
+		name       string
+		mode       Mode
+		shadowMode Mode     // endpoint_shadows
+		allow      []string // allow client
+		qname      string
+		from       string
+		upstream   string
+		synced     bool
+		stale      bool
+		wantRcode  int      // of the answer written
+		wantLine   []string // all in one line; nil: no line
+		shadows    string   // endpoint_shadows_total action that rises
+		skip       string   // view_skips_total reason that rises
+		staleUse   bool     // view_stale_decisions_total rises
 	}{
 		{name: "apex names client and fix", qname: "my-app.svc.cluster.local.", from: client, upstream: "kubernetes", synced: true,
 			wantRcode: dns.RcodeSuccess, wantLine: []string{
@@ -51,8 +53,12 @@ func TestClusterAware(t *testing.T) {
 			upstream: "kubernetes", synced: true, wantRcode: dns.RcodeSuccess},
 		{name: "apex before sync", qname: "my-app.svc.cluster.local.", from: client, upstream: "kubernetes",
 			wantRcode: dns.RcodeSuccess, wantLine: []string{`client=10.244.1.5 question=`, `if my-app is a Service, ask for my-app.<its namespace>`}, skip: skipNotSynced},
+		// Cut off from the API server, the view's last known state still names the client and exempts it.
 		{name: "apex cut off", mode: ModeRefuse, qname: "my-app.svc.cluster.local.", from: client, upstream: "kubernetes", synced: true, stale: true,
-			wantRcode: dns.RcodeNameError, wantLine: []string{`client=10.244.1.5 question=`, "action=refused"}, skip: skipUnreachable},
+			wantRcode: dns.RcodeNameError, wantLine: []string{`client=10.244.1.5 pod=new-namespace-1/client question=`, "action=refused",
+				"Service my-app exists in legacy, new-namespace-2"}, staleUse: true},
+		{name: "apex from an allowed client, cut off", mode: ModeRefuse, allow: []string{"new-namespace-1"}, qname: "my-app.svc.cluster.local.", from: client,
+			upstream: "kubernetes", synced: true, stale: true, wantRcode: dns.RcodeSuccess, staleUse: true},
 
 		{name: "shadow logged", qname: "primary.db.new-namespace-1.svc.cluster.local.", from: client, upstream: "endpoint", synced: true,
 			wantRcode: dns.RcodeSuccess, shadows: actionLogged, wantLine: []string{
@@ -62,19 +68,22 @@ func TestClusterAware(t *testing.T) {
 			}},
 		{name: "shadow mixed case", qname: "Primary.DB.new-namespace-1.svc.cluster.local.", from: client, upstream: "endpoint", synced: true,
 			wantRcode: dns.RcodeSuccess, shadows: actionLogged, wantLine: []string{`typed="primary.db"`}},
-		{name: "shadow refused", mode: ModeRefuse, qname: "primary.db.new-namespace-1.svc.cluster.local.", from: client, upstream: "endpoint", synced: true,
+		// Refusing a shadow can break a name the owner of the endpoint uses: only on request.
+		{name: "shadow in mode refuse is logged", mode: ModeRefuse, qname: "primary.db.new-namespace-1.svc.cluster.local.", from: client, upstream: "endpoint", synced: true,
+			wantRcode: dns.RcodeSuccess, shadows: actionLogged, wantLine: []string{"action=logged"}},
+		{name: "shadow refused", mode: ModeRefuse, shadowMode: ModeRefuse, qname: "primary.db.new-namespace-1.svc.cluster.local.", from: client, upstream: "endpoint", synced: true,
 			wantRcode: dns.RcodeNameError, shadows: actionRefused, wantLine: []string{"action=refused"}},
-		{name: "shadow from an allowed client", mode: ModeRefuse, allow: []string{"new-namespace-1"}, qname: "primary.db.new-namespace-1.svc.cluster.local.",
+		{name: "shadow from an allowed client", mode: ModeRefuse, shadowMode: ModeRefuse, allow: []string{"new-namespace-1"}, qname: "primary.db.new-namespace-1.svc.cluster.local.",
 			from: client, upstream: "endpoint", synced: true, wantRcode: dns.RcodeSuccess, shadows: actionAllowed},
-		{name: "shadow that does not answer", mode: ModeRefuse, qname: "primary.db.new-namespace-1.svc.cluster.local.", from: client, upstream: "nxdomain",
+		{name: "shadow that does not answer", mode: ModeRefuse, shadowMode: ModeRefuse, qname: "primary.db.new-namespace-1.svc.cluster.local.", from: client, upstream: "nxdomain",
 			synced: true, wantRcode: dns.RcodeNameError},
-		{name: "shadow before sync", mode: ModeRefuse, qname: "primary.db.new-namespace-1.svc.cluster.local.", from: client, upstream: "endpoint",
+		{name: "shadow before sync", mode: ModeRefuse, shadowMode: ModeRefuse, qname: "primary.db.new-namespace-1.svc.cluster.local.", from: client, upstream: "endpoint",
 			wantRcode: dns.RcodeSuccess, skip: skipNotSynced},
-		{name: "statefulset pod in its own namespace", mode: ModeRefuse, qname: "web-0.nginx.shop.svc.cluster.local.", from: client, upstream: "endpoint",
+		{name: "statefulset pod in its own namespace", mode: ModeRefuse, shadowMode: ModeRefuse, qname: "web-0.nginx.shop.svc.cluster.local.", from: client, upstream: "endpoint",
 			synced: true, wantRcode: dns.RcodeSuccess},
-		{name: "endpoint of no Service", mode: ModeRefuse, qname: "replica.db.new-namespace-1.svc.cluster.local.", from: client, upstream: "endpoint",
+		{name: "endpoint of no Service", mode: ModeRefuse, shadowMode: ModeRefuse, qname: "replica.db.new-namespace-1.svc.cluster.local.", from: client, upstream: "endpoint",
 			synced: true, wantRcode: dns.RcodeSuccess},
-		{name: "srv name", mode: ModeRefuse, qname: "_primary._tcp.db.new-namespace-1.svc.cluster.local.", from: client, upstream: "endpoint",
+		{name: "srv name", mode: ModeRefuse, shadowMode: ModeRefuse, qname: "_primary._tcp.db.new-namespace-1.svc.cluster.local.", from: client, upstream: "endpoint",
 			synced: true, wantRcode: dns.RcodeSuccess},
 	}
 	var buf bytes.Buffer
@@ -88,6 +97,7 @@ func TestClusterAware(t *testing.T) {
 			t.Cleanup(func() { v.synced.Store(true); v.stale.Store(false) })
 
 			cfg := testConfig([]string{"cluster.local."}, tc.mode, dns.RcodeNameError)
+			cfg.shadows = tc.shadowMode
 			for _, ns := range tc.allow {
 				cfg.allowClients[ns] = struct{}{}
 			}
@@ -96,6 +106,7 @@ func TestClusterAware(t *testing.T) {
 			g.Next = upstreams[tc.upstream]()
 			shadows := testutil.ToFloat64(endpointShadows.WithLabelValues("", "cluster.local.", "", tc.shadows))
 			skips := testutil.ToFloat64(viewSkips.WithLabelValues("", tc.skip))
+			stale := testutil.ToFloat64(viewStaleDecisions.WithLabelValues(""))
 
 			rec := dnstest.NewRecorder(&test.ResponseWriter{RemoteIP: tc.from})
 			g.ServeDNS(context.Background(), rec, query(tc.qname, dns.TypeA, noEDNS))
@@ -115,6 +126,9 @@ func TestClusterAware(t *testing.T) {
 				if got := testutil.ToFloat64(endpointShadows.WithLabelValues("", "cluster.local.", "", tc.shadows)) - shadows; got != 1 {
 					t.Errorf("endpoint_shadows_total{action=%q} rose by %v, want 1", tc.shadows, got)
 				}
+			}
+			if got := testutil.ToFloat64(viewStaleDecisions.WithLabelValues("")) - stale; (got > 0) != tc.staleUse {
+				t.Errorf("view_stale_decisions_total rose by %v, want a rise: %v", got, tc.staleUse)
 			}
 			if tc.skip != "" {
 				if got := testutil.ToFloat64(viewSkips.WithLabelValues("", tc.skip)) - skips; got < 1 {

@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/coredns/coredns/plugin"
-	"github.com/coredns/coredns/plugin/metrics"
 	"github.com/coredns/coredns/plugin/pkg/nonwriter"
 
 	"github.com/miekg/dns"
@@ -20,8 +19,9 @@ import (
 type NSGuard struct {
 	Next plugin.Handler
 
-	zones           []string
-	mode            Mode
+	zones           []string // guarded zones; set at start-up when they default
+	mode            Mode     // for namespace apex answers
+	shadows         Mode     // for endpoint shadows
 	rcode           int
 	allowNamespaces map[string]struct{}
 	allowClients    map[string]struct{}
@@ -36,6 +36,7 @@ func New(cfg config) *NSGuard {
 	return &NSGuard{
 		zones:           cfg.zones,
 		mode:            cfg.mode,
+		shadows:         cfg.shadows,
 		rcode:           cfg.rcode,
 		allowNamespaces: cfg.allowNamespaces,
 		allowClients:    cfg.allowClients,
@@ -51,28 +52,37 @@ func (g *NSGuard) Ready() bool { return g.view == nil || g.view.synced.Load() }
 
 // ServeDNS implements plugin.Handler. Only namespace apex questions and endpoint names that
 // shadow a Service are held; everything else goes straight on, with no writer of ours and no
-// allocation.
+// allocation. It keeps its stack frame small: every plugin after it runs on top of it.
 func (g *NSGuard) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
+	if g.holds(ctx, r) {
+		return g.hold(ctx, w, r)
+	}
+	return plugin.NextOrFailure(g.Name(), g.Next, ctx, w, r)
+}
+
+// holds reports whether r asks for a name nsguard must see the answer to: a namespace
+// apex, or with a view an endpoint name that shadows a Service.
+//
+//go:noinline
+func (g *NSGuard) holds(ctx context.Context, r *dns.Msg) bool {
 	if len(r.Question) != 1 || r.Opcode != dns.OpcodeQuery {
-		return plugin.NextOrFailure(g.Name(), g.Next, ctx, w, r)
+		return false
 	}
 	q := r.Question[0]
 	if q.Qclass != dns.ClassINET || q.Qtype == dns.TypeAXFR || q.Qtype == dns.TypeIXFR {
-		return plugin.NextOrFailure(g.Name(), g.Next, ctx, w, r)
+		return false
 	}
 	zone := clusterdns.MatchZone(q.Name, g.zones)
 	if !g.mayHold(q.Name, zone) {
-		return plugin.NextOrFailure(g.Name(), g.Next, ctx, w, r)
+		return false
 	}
-	switch n := clusterdns.ClassifyIn(q.Name, zone); {
-	case n.Shape == clusterdns.NamespaceApex:
-		return g.hold(ctx, w, r, n, apexLine)
-	case n.Shape == clusterdns.EndpointName && g.view != nil:
-		if g.viewUsable(ctx) && g.view.shadowed(n) {
-			return g.hold(ctx, w, r, n, shadowLine)
-		}
+	switch n := clusterdns.ClassifyIn(q.Name, zone); n.Shape {
+	case clusterdns.NamespaceApex:
+		return true
+	case clusterdns.EndpointName:
+		return g.view != nil && g.viewSynced(ctx) && g.view.shadowed(n)
 	}
-	return plugin.NextOrFailure(g.Name(), g.Next, ctx, w, r)
+	return false
 }
 
 // mayHold is a quick look that lets most names through without reading them label by label:
@@ -94,86 +104,13 @@ func (g *NSGuard) mayHold(qname, zone string) bool {
 	return false
 }
 
-// hold runs the next plugin with a capturing writer. When the answer came through what kind
-// names (a namespace apex, or an endpoint that shadows a Service), it counts it, writes it or
-// the refusal, and logs it; any other answer goes out untouched.
-func (g *NSGuard) hold(ctx context.Context, w dns.ResponseWriter, r *dns.Msg, n clusterdns.Name, kind string) (int, error) {
+// hold runs the next plugin with a capturing writer, then decides what the client gets.
+// Its own frame stays small: the plugins after it run on top of it.
+func (g *NSGuard) hold(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
 	nw := nonwriter.New(w)
 	rcode, err := plugin.NextOrFailure(g.Name(), g.Next, ctx, nw, r)
-	res := nw.Msg
-	if res == nil {
+	if nw.Msg == nil {
 		return rcode, err // nothing was written; the server answers the rcodes that need it
 	}
-	// Only a NOERROR answer came through; a truncated one comes back over TCP, and an
-	// endpoint name that gave no records shadows nothing.
-	if err != nil || res.Rcode != dns.RcodeSuccess || res.Truncated || kind == shadowLine && len(res.Answer) == 0 {
-		w.WriteMsg(res)
-		return rcode, err
-	}
-
-	ip := remoteIP(w)
-	var pod string
-	if g.view != nil && (kind == shadowLine || g.viewUsable(ctx)) { // ServeDNS checked the view for a shadow
-		pod = g.clientPod(ip)
-	}
-	action := actionLogged
-	switch {
-	case kind == apexLine && g.allowed(n.Namespace), g.clientAllowed(pod):
-		action = actionAllowed
-	case g.mode == ModeRefuse:
-		action = actionRefused
-	}
-	server, view := metrics.WithServer(ctx), metrics.WithView(ctx)
-	if kind == apexLine {
-		answer := answerNoData
-		if len(res.Answer) > 0 {
-			answer = answerRecords
-		}
-		apexCounters.get(apexLabels{server, n.Zone, view, answer, action}).Inc()
-	} else {
-		shadowCounters.get(shadowLabels{server, n.Zone, view, action}).Inc()
-	}
-	if action == actionAllowed {
-		w.WriteMsg(res)
-		return rcode, err
-	}
-	rcode, err = g.respond(w, r, res, n.Zone, action, rcode, err)
-	g.report(server, ip, r, n, res, action, pod, kind)
-	return rcode, err
-}
-
-// respond writes res, or in its place the refusal, and returns what ServeDNS should.
-func (g *NSGuard) respond(w dns.ResponseWriter, r, res *dns.Msg, zone, action string, rcode int, err error) (int, error) {
-	if action != actionRefused {
-		w.WriteMsg(res)
-		return rcode, err
-	}
-	w.WriteMsg(refusal(r, res, g.rcode, zone))
-	if plugin.ClientWrite(g.rcode) {
-		return g.rcode, nil
-	}
-	return dns.RcodeSuccess, nil // written: tell the server not to answer again
-}
-
-// viewUsable reports whether the cluster view can be used now, and counts it when not.
-func (g *NSGuard) viewUsable(ctx context.Context) bool {
-	switch {
-	case !g.view.synced.Load():
-		skipCounters.get(suppressedLabels{metrics.WithServer(ctx), skipNotSynced}).Inc()
-	case g.view.stale.Load():
-		skipCounters.get(suppressedLabels{metrics.WithServer(ctx), skipUnreachable}).Inc()
-	default:
-		return true
-	}
-	return false
-}
-
-// allowed reports whether ns is under "allow namespace". ns keeps the client's case.
-func (g *NSGuard) allowed(ns string) bool {
-	if len(g.allowNamespaces) == 0 {
-		return false
-	}
-	var buf [63]byte // a namespace label is at most 63 octets
-	_, ok := g.allowNamespaces[string(lowerKey(buf[:0], "", ns))]
-	return ok
+	return g.answer(ctx, w, r, nw.Msg, rcode, err)
 }

@@ -53,6 +53,7 @@ func TestServeDNS(t *testing.T) {
 		{name: "kubernetes nodata", qname: "my-app.svc.cluster.local.", qtype: dns.TypeA, upstream: "kubernetes", held: true, answer: answerNoData},
 		{name: "kubernetes nodata AAAA", qname: "my-app.svc.cluster.local.", qtype: dns.TypeAAAA, upstream: "kubernetes", held: true, answer: answerNoData},
 		{name: "kube-dns records", qname: "my-app.svc.cluster.local.", qtype: dns.TypeA, upstream: "kube-dns", held: true, answer: answerRecords},
+		{name: "kube-dns nodata AAAA", qname: "my-app.svc.cluster.local.", qtype: dns.TypeAAAA, upstream: "kube-dns nodata", held: true, answer: answerNoData},
 		{name: "mixed case", qname: "My-App.SVC.Cluster.Local.", qtype: dns.TypeA, upstream: "kube-dns", held: true, answer: answerRecords},
 		{name: "edns0", qname: "my-app.svc.cluster.local.", qtype: dns.TypeA, edns: withEDNS, upstream: "kubernetes", held: true, answer: answerNoData},
 		{name: "edns0 do", qname: "my-app.svc.cluster.local.", qtype: dns.TypeA, edns: withDO, upstream: "kube-dns", held: true, answer: answerRecords},
@@ -165,8 +166,16 @@ func checkRefusal(t *testing.T, r *dns.Msg, u *upstream, got *dns.Msg, code, rco
 	if len(got.Ns) != 1 || got.Ns[0].Header().Rrtype != dns.TypeSOA {
 		t.Fatalf("authority section %v, want one SOA", got.Ns)
 	}
-	if len(upstream.Ns) > 0 && got.Ns[0].String() != upstream.Ns[0].String() {
-		t.Errorf("SOA %v, want the upstream's %v", got.Ns[0], upstream.Ns[0])
+	// Every refusal is cached alike, whatever the type and the upstream's SOA.
+	if s := got.Ns[0].(*dns.SOA); s.Hdr.Ttl != negativeTTL || s.Minttl != negativeTTL {
+		t.Errorf("SOA %v, want TTL and minimum %d", s, negativeTTL)
+	}
+	if len(upstream.Ns) > 0 {
+		want := dns.Copy(upstream.Ns[0]).(*dns.SOA)
+		want.Hdr.Ttl, want.Minttl = negativeTTL, negativeTTL
+		if got.Ns[0].String() != want.String() {
+			t.Errorf("SOA %v, want the upstream's with the negative TTL: %v", got.Ns[0], want)
+		}
 	}
 	if zone := clusterdns.Classify(r.Question[0].Name, []string{"cluster.local.", "example.org."}).Zone; got.Ns[0].Header().Name != zone {
 		t.Errorf("SOA owner %q, want the zone %q", got.Ns[0].Header().Name, zone)
@@ -355,7 +364,7 @@ func TestReportBounded(t *testing.T) {
 	buf.Reset()
 	now = now.Add(defaultLogInterval)
 	ask("10.244.1.5", "my-app")
-	if got := buf.String(); !strings.Contains(got, "client=10.244.1.5") || strings.Contains(got, "suppressed=") {
-		t.Errorf("want the repeat logged again, nothing held back since, got %q", got)
+	if got := buf.String(); !strings.Contains(got, "client=10.244.1.5") || strings.Contains(got, "suppressed=") || !strings.HasSuffix(got, " repeats=5\n") { // 4 in the first second, 1 since
+		t.Errorf("want the repeat logged again with the 5 repeats held back since its last line, nothing else held back, got %q", got)
 	}
 }

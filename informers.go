@@ -35,17 +35,18 @@ func (w *watcher) start() error {
 	ctx, cancel := context.WithCancel(context.Background())
 	w.cancel = cancel
 	w.done = make(chan struct{})
-	viewSynced.Set(0)
+	for _, s := range w.view.servers {
+		viewSynced.WithLabelValues(s).Set(0)
+		viewStale.WithLabelValues(s).Set(0)
+		viewStaleDecisions.WithLabelValues(s) // at 0 from the start, so that rates and alerts see it
+	}
 	w.factory = informers.NewSharedInformerFactoryWithOptions(w.client, 0, informers.WithTransform(toSmall))
 
 	// The informers are built without the namespace index the factory would add: the view
-	// keeps its own indexes, and that one costs about 5 MB at 75,000 objects.
+	// keeps its own indexes, and that one costs about 5 MB at 70,000 objects.
 	v, all := w.view, metav1.NamespaceAll
 	noIndex := cache.Indexers{}
 	synced := []cache.InformerSynced{
-		w.watch(w.factory.InformerFor(&corev1.Namespace{}, func(c kubernetes.Interface, r time.Duration) cache.SharedIndexInformer {
-			return coreinformers.NewNamespaceInformer(c, r, noIndex)
-		}), func(o any, ok bool) { v.setNamespace(o.(*namespaceObj), ok) }),
 		w.watch(w.factory.InformerFor(&corev1.Service{}, func(c kubernetes.Interface, r time.Duration) cache.SharedIndexInformer {
 			return coreinformers.NewServiceInformer(c, all, r, noIndex)
 		}), func(o any, ok bool) { v.setService(o.(*serviceObj), ok) }),
@@ -63,8 +64,7 @@ func (w *watcher) start() error {
 	go func() {
 		defer close(w.done)
 		if cache.WaitForCacheSync(ctx.Done(), synced...) {
-			v.synced.Store(true)
-			viewSynced.Set(1)
+			v.setSynced()
 		}
 	}()
 

@@ -5,8 +5,9 @@ import (
 	"time"
 )
 
-// maxRemembered bounds the memory of who was logged; past it the memory starts afresh,
-// which can only repeat a line, never lose a count.
+// maxRemembered bounds the memory of who was logged, whatever log_limit and log_interval
+// say: at most this many keys of at most 275 octets, about 4 MB. Past it the memory starts
+// afresh, which can only repeat a line, never lose a count.
 const maxRemembered = 10000
 
 // logLimiter keeps nsguard's log bounded under any load: one line per (client, question)
@@ -17,19 +18,31 @@ type logLimiter struct {
 	now      func() time.Time
 
 	mu         sync.Mutex
-	logged     map[string]time.Time // key → when it was last logged
-	second     int64                // the Unix second lines are being counted in
-	lines      int                  // lines logged in that second
-	suppressed uint64               // lines held back since the last line logged
+	logged     map[string]*seen // key → when it was last logged
+	second     int64            // the Unix second lines are being counted in
+	lines      int              // lines logged in that second
+	suppressed uint64           // lines held back since the last line logged
+}
+
+// seen is a key's last line, and the repeats held back since.
+type seen struct {
+	at      time.Time
+	repeats uint64
+}
+
+// heldBack is what a line reports of the lines held back before it.
+type heldBack struct {
+	suppressed uint64 // by anyone, since the line before
+	repeats    uint64 // of the same client and question, since its own last line
 }
 
 func newLogLimiter(interval time.Duration, limit int) *logLimiter {
-	return &logLimiter{interval: interval, limit: limit, now: time.Now, logged: map[string]time.Time{}}
+	return &logLimiter{interval: interval, limit: limit, now: time.Now, logged: map[string]*seen{}}
 }
 
-// allow reports whether a line for key may be logged now. If so, it also returns how many
-// lines were held back since the last one; if not, it returns why.
-func (l *logLimiter) allow(key []byte) (ok bool, suppressed uint64, reason string) {
+// allow reports whether a line for key may be logged now, with what was held back before
+// it; if it may not, it says why.
+func (l *logLimiter) allow(key []byte) (ok bool, held heldBack, reason string) {
 	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -38,28 +51,35 @@ func (l *logLimiter) allow(key []byte) (ok bool, suppressed uint64, reason strin
 		l.second, l.lines = s, 0
 		l.forget(now)
 	}
-	if last, seen := l.logged[string(key)]; seen && now.Sub(last) < l.interval {
+	last, known := l.logged[string(key)]
+	if known && now.Sub(last.at) < l.interval {
+		last.repeats++
 		l.suppressed++
-		return false, 0, reasonRepeat
+		return false, heldBack{}, reasonRepeat
 	}
 	if l.lines >= l.limit {
 		l.suppressed++
-		return false, 0, reasonLimit
+		return false, heldBack{}, reasonLimit
 	}
 	l.lines++
-	l.logged[string(key)] = now
-	suppressed, l.suppressed = l.suppressed, 0
-	return true, suppressed, ""
+	if known {
+		held.repeats = last.repeats
+		last.at, last.repeats = now, 0
+	} else {
+		if len(l.logged) >= maxRemembered {
+			clear(l.logged)
+		}
+		l.logged[string(key)] = &seen{at: now}
+	}
+	held.suppressed, l.suppressed = l.suppressed, 0
+	return true, held, ""
 }
 
-// forget drops keys whose interval has passed. It runs at most once a second.
+// forget drops keys whose interval has passed, unless they hold repeats for the client's
+// next line. It runs at most once a second.
 func (l *logLimiter) forget(now time.Time) {
-	if len(l.logged) >= maxRemembered {
-		clear(l.logged)
-		return
-	}
-	for k, t := range l.logged {
-		if now.Sub(t) >= l.interval {
+	for k, s := range l.logged {
+		if s.repeats == 0 && now.Sub(s.at) >= l.interval {
 			delete(l.logged, k)
 		}
 	}

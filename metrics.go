@@ -42,16 +42,32 @@ var (
 		Namespace: plugin.Namespace,
 		Subsystem: pluginName,
 		Name:      "view_skips_total",
-		Help:      "Counter of client, advice and endpoint shadow checks skipped because the cluster view was not synced or was cut off from the API server.",
+		Help:      "Counter of client, advice and endpoint shadow checks skipped because the cluster view had not synced yet (reason not_synced).",
 	}, []string{"server", "reason"})
 
+	// viewStaleDecisions counts held answers decided with a view cut off from the API server.
+	viewStaleDecisions = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: pluginName,
+		Name:      "view_stale_decisions_total",
+		Help:      "Counter of held answers decided with the cluster view's last known state, while it was cut off from the API server.",
+	}, []string{"server"})
+
 	// viewSynced is 1 once the cluster view has synced.
-	viewSynced = promauto.NewGauge(prometheus.GaugeOpts{
+	viewSynced = promauto.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: pluginName,
 		Name:      "view_synced",
 		Help:      "1 once nsguard's cluster view has synced with the API server, 0 before.",
-	})
+	}, []string{"server"})
+
+	// viewStale is 1 while the view is cut off from the API server.
+	viewStale = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: pluginName,
+		Name:      "view_stale",
+		Help:      "1 while nsguard's cluster view is cut off from the API server and answers from its last known state, 0 otherwise.",
+	}, []string{"server"})
 )
 
 // Values of the answer, action and reason labels.
@@ -66,8 +82,7 @@ const (
 	reasonRepeat = "repeat"
 	reasonLimit  = "limit"
 
-	skipNotSynced   = "not_synced"
-	skipUnreachable = "unreachable"
+	skipNotSynced = "not_synced"
 )
 
 // counterCache keeps the counters of a vector by their label values, so the query path
@@ -105,7 +120,7 @@ func (c *counterCache[K]) get(k K) prometheus.Counter {
 
 type apexLabels struct{ server, zone, view, answer, action string }
 
-type suppressedLabels struct{ server, reason string }
+type serverLabels struct{ server, reason string }
 
 type shadowLabels struct{ server, zone, view, action string }
 
@@ -113,13 +128,43 @@ var (
 	apexCounters = &counterCache[apexLabels]{create: func(l apexLabels) prometheus.Counter {
 		return namespaceApexAnswers.WithLabelValues(l.server, l.zone, l.view, l.answer, l.action)
 	}}
-	suppressedCounters = &counterCache[suppressedLabels]{create: func(l suppressedLabels) prometheus.Counter {
+	suppressedCounters = &counterCache[serverLabels]{create: func(l serverLabels) prometheus.Counter {
 		return logLinesSuppressed.WithLabelValues(l.server, l.reason)
 	}}
 	shadowCounters = &counterCache[shadowLabels]{create: func(l shadowLabels) prometheus.Counter {
 		return endpointShadows.WithLabelValues(l.server, l.zone, l.view, l.action)
 	}}
-	skipCounters = &counterCache[suppressedLabels]{create: func(l suppressedLabels) prometheus.Counter {
+	skipCounters = &counterCache[serverLabels]{create: func(l serverLabels) prometheus.Counter {
 		return viewSkips.WithLabelValues(l.server, l.reason)
 	}}
+	staleCounters = &counterCache[string]{create: func(server string) prometheus.Counter {
+		return viewStaleDecisions.WithLabelValues(server)
+	}}
 )
+
+// gaugeOwners says which view last set the view gauges of each server. A reload starts the
+// new view before it stops the old one, so only the owner may remove a server's gauges.
+var (
+	gaugeMu     sync.Mutex
+	gaugeOwners = map[string]*view{}
+)
+
+func claimGauges(v *view) {
+	gaugeMu.Lock()
+	defer gaugeMu.Unlock()
+	for _, s := range v.servers {
+		gaugeOwners[s] = v
+	}
+}
+
+func releaseGauges(v *view) {
+	gaugeMu.Lock()
+	defer gaugeMu.Unlock()
+	for _, s := range v.servers {
+		if gaugeOwners[s] == v {
+			delete(gaugeOwners, s)
+			viewSynced.DeleteLabelValues(s)
+			viewStale.DeleteLabelValues(s)
+		}
+	}
+}

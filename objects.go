@@ -16,15 +16,10 @@ import (
 // The view keeps only these small objects: informer transforms turn each API object into
 // one, so a cluster of tens of thousands of objects fits in a few tens of megabytes.
 
-// namespaceObj is a Namespace, by name.
-type namespaceObj struct {
-	meta
-}
-
-// serviceObj is a Service: whether it is headless and, for an ExternalName, its target.
+// serviceObj is a Service and, for an ExternalName, its target: the advice names the
+// Service an alias leads to, not the alias.
 type serviceObj struct {
 	meta
-	headless     bool
 	externalName string
 }
 
@@ -35,7 +30,7 @@ type sliceObj struct {
 	names   []string // hostnames and target Pod names
 }
 
-// podObj is a Pod's addresses.
+// podObj is a live Pod's own addresses.
 type podObj struct {
 	meta
 	ips []string
@@ -59,8 +54,7 @@ func metaOf(o metav1.Object) meta {
 	return meta{name: o.GetName(), namespace: o.GetNamespace(), version: o.GetResourceVersion()}
 }
 
-func (o *namespaceObj) DeepCopyObject() runtime.Object { c := *o; return &c }
-func (o *serviceObj) DeepCopyObject() runtime.Object   { c := *o; return &c }
+func (o *serviceObj) DeepCopyObject() runtime.Object { c := *o; return &c }
 func (o *podObj) DeepCopyObject() runtime.Object {
 	c := *o
 	c.ips = slices.Clone(o.ips)
@@ -75,14 +69,12 @@ func (o *sliceObj) DeepCopyObject() runtime.Object {
 // toSmall is the informers' transform. Tombstones and objects already small pass through.
 func toSmall(obj any) (any, error) {
 	switch o := obj.(type) {
-	case *corev1.Namespace:
-		return &namespaceObj{meta: metaOf(o)}, nil
 	case *corev1.Service:
-		return &serviceObj{
-			meta:         metaOf(o),
-			headless:     o.Spec.ClusterIP == corev1.ClusterIPNone,
-			externalName: o.Spec.ExternalName,
-		}, nil
+		s := &serviceObj{meta: metaOf(o)}
+		if o.Spec.Type == corev1.ServiceTypeExternalName {
+			s.externalName = o.Spec.ExternalName
+		}
+		return s, nil
 	case *discovery.EndpointSlice:
 		s := &sliceObj{meta: metaOf(o), service: o.Labels[discovery.LabelServiceName]}
 		for _, ep := range o.Endpoints {
@@ -102,6 +94,10 @@ func toSmall(obj any) (any, error) {
 		return s, nil
 	case *corev1.Pod:
 		p := &podObj{meta: metaOf(o)}
+		// A host-network Pod has its node's address; a finished one's may be reused already.
+		if o.Spec.HostNetwork || o.Status.Phase == corev1.PodSucceeded || o.Status.Phase == corev1.PodFailed {
+			return p, nil
+		}
 		for _, ip := range o.Status.PodIPs {
 			p.ips = append(p.ips, ip.IP)
 		}
@@ -109,7 +105,7 @@ func toSmall(obj any) (any, error) {
 			p.ips = []string{o.Status.PodIP}
 		}
 		return p, nil
-	case *namespaceObj, *serviceObj, *sliceObj, *podObj:
+	case *serviceObj, *sliceObj, *podObj:
 		return obj, nil
 	}
 	return obj, nil // a tombstone: the store handles it itself

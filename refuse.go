@@ -4,8 +4,10 @@ import (
 	"github.com/miekg/dns"
 )
 
-// negativeTTL is the TTL of the SOA nsguard makes when the answer it refuses carried none;
-// it matches the kubernetes plugin's default TTL.
+// negativeTTL is how long a refusal may be cached: the TTL and minimum of its SOA, whatever
+// the type and whatever the upstream's SOA said (kube-dns sends one with minimum 60 for AAAA
+// and none for A). It is the kubernetes plugin's default TTL, and short, because a refusal
+// is decided per client and a cache downstream may serve it to others.
 const negativeTTL = 5
 
 // refusal is the answer given in place of res: the query's ID, question and flags, the
@@ -39,11 +41,14 @@ func refusal(r, res *dns.Msg, rcode int, zone string) *dns.Msg {
 	return m
 }
 
-// soa returns a copy of the SOA res carried in its authority section, or one made for zone.
+// soa returns the SOA res carried in its authority section, or one made for zone, with the
+// negative TTL of every refusal.
 func soa(res *dns.Msg, zone string) dns.RR {
 	for _, rr := range res.Ns {
 		if s, ok := rr.(*dns.SOA); ok {
-			return dns.Copy(s)
+			c := dns.Copy(s).(*dns.SOA)
+			c.Hdr.Ttl, c.Minttl = negativeTTL, negativeTTL
+			return c
 		}
 	}
 	return &dns.SOA{

@@ -22,99 +22,80 @@ const (
 	shadowLine = "endpoint shadows a Service"
 )
 
-// report logs one line about an answer, within the log limits.
-func (g *NSGuard) report(server string, ip netip.Addr, r *dns.Msg, n clusterdns.Name, res *dns.Msg, action, pod, kind string) {
+// report logs one line about a decision, within the log limits.
+func (g *NSGuard) report(server string, r, res *dns.Msg, d decision) {
 	q := r.Question[0]
 	var buf [300]byte // a name is at most 255 octets
-	ok, suppressed, reason := g.limiter.allow(limitKey(buf[:0], ip, q))
+	ok, held, reason := g.limiter.allow(limitKey(buf[:0], d.client, q))
 	if !ok {
-		suppressedCounters.get(suppressedLabels{server, reason}).Inc()
+		suppressedCounters.get(serverLabels{server, reason}).Inc()
 		return
 	}
-	l := line{kind: kind, n: n}
+	var l line
 	client := "unknown"
-	if ip.IsValid() {
-		client = ip.String()
+	if d.client.IsValid() {
+		client = d.client.String()
 	}
 	l.add("client", client)
-	if pod != "" {
-		l.add("pod", pod)
+	if d.pod != "" {
+		l.add("pod", d.pod)
 	}
 	l.quote("question", q.Name+" "+dns.Type(q.Qtype).String())
-	switch kind {
-	case apexLine:
-		ns := strings.ToLower(n.Namespace)
-		answer := answerNoData
-		if len(res.Answer) > 0 {
-			answer = answerRecords
+	if d.kind == apexKind {
+		fix := g.apexFix(d)
+		l.subject = apexLine + " " + strconv.Quote(fix.Name)
+		l.quote("typed", fix.Name)
+		l.add("answer", d.answer)
+		l.quote("records", records(res.Answer))
+		l.add("action", d.action)
+		hint := fix.String() + "; " + fix.AllowHint()
+		if g.mode == ModeLog {
+			hint += "; 'mode refuse' sends the client on to its next search domain"
 		}
-		l.quote("typed", ns)
-		l.add("answer", answer)
+		l.quote("fix", hint)
+	} else {
+		fix := clusterdns.ShadowFix{Endpoint: strings.ToLower(d.name.Endpoint), Service: strings.ToLower(d.name.Service),
+			Namespace: strings.ToLower(d.name.Namespace), Zone: d.name.Zone}
+		l.subject = shadowLine + " " + strconv.Quote(fix.Typed())
+		l.quote("typed", fix.Typed())
+		l.quote("got", fix.Got())
+		l.quote("meant", fix.Meant())
 		l.quote("records", records(res.Answer))
-		l.add("action", action)
-		l.quote("fix", g.apexAdvice(ns, pod))
-	case shadowLine:
-		a, b, c := strings.ToLower(n.Endpoint), strings.ToLower(n.Service), strings.ToLower(n.Namespace)
-		l.quote("typed", a+"."+b)
-		l.quote("got", "endpoint "+a+" of Service "+b+" in namespace "+c)
-		l.quote("meant", "Service "+a+" in namespace "+b)
-		l.quote("records", records(res.Answer))
-		l.add("action", action)
-		l.quote("fix", "ask for "+a+"."+b+".svc."+strings.TrimSuffix(n.Zone, ".")+" (or "+a+"."+b+".svc), which only the Service answers; or rename the endpoint "+a+" of Service "+b)
+		l.add("action", d.action)
+		l.quote("fix", fix.String())
 	}
-	if suppressed > 0 {
-		l.add("suppressed", strconv.FormatUint(suppressed, 10))
+	if held.repeats > 0 {
+		l.add("repeats", strconv.FormatUint(held.repeats, 10))
+	}
+	if held.suppressed > 0 {
+		l.add("suppressed", strconv.FormatUint(held.suppressed, 10))
 	}
 	log.Warning(l.String())
 }
 
-// apexAdvice says what to change for a name that reached namespace ns. With a view it names
-// the client's namespace and where a Service of that name lives.
-func (g *NSGuard) apexAdvice(ns, pod string) string {
-	client := "the client's namespace"
-	if pod != "" {
-		client, _, _ = strings.Cut(pod, "/")
+// apexFix is what to change for a name that reached a namespace apex. With a view it names
+// the client's namespace and where a Service of that name lives, aliases last.
+func (g *NSGuard) apexFix(d decision) clusterdns.ApexFix {
+	f := clusterdns.ApexFix{Name: strings.ToLower(d.name.Namespace), Zone: d.name.Zone}
+	f.Client, _, _ = strings.Cut(d.pod, "/")
+	if g.view == nil || !g.view.synced.Load() {
+		return f
 	}
-	var s string
-	if g.view.usable() {
-		where, total := g.view.namespacesWithService(ns, maxAdvised)
-		switch {
-		case total == 0:
-			s = "no Service " + ns + " exists in any namespace; if one is meant, create it"
-		default:
-			if pod != "" {
-				s = "no Service " + ns + " in " + client + "; "
-			}
-			s += "Service " + ns + " exists in " + strings.Join(where, ", ")
-			if total > len(where) {
-				s += " and " + strconv.Itoa(total-len(where)) + " more"
-			}
-			s += "; use " + ns + "." + where[0] + ", or create an ExternalName Service " + ns + " in " + client +
-				" pointing at " + ns + "." + where[0] + ".svc." + strings.TrimSuffix(g.zoneOf(), ".")
-		}
-	} else {
-		s = "if " + ns + " is a Service, ask for " + ns + ".<its namespace>, or create an ExternalName Service " + ns + " in " + client
+	services, aliases := g.view.homes(f.Name, func(target string) bool {
+		return clusterdns.Classify(clusterdns.FQDN(target), g.zones).Shape != clusterdns.OutOfZone
+	})
+	if len(services) == 0 {
+		services = aliases // an alias still reaches something
 	}
-	s += "; if namespace " + ns + " is meant to answer, add 'allow namespace " + ns + "'"
-	if g.mode == ModeLog {
-		s += "; 'mode refuse' sends the client on to its next search domain"
-	}
-	return s
-}
-
-// zoneOf is the first guarded zone, for the fully qualified names in advice.
-func (g *NSGuard) zoneOf() string {
-	if len(g.zones) == 0 {
-		return "cluster.local."
-	}
-	return g.zones[0]
+	f.Known, f.Homes = true, services[:min(len(services), maxAdvised)]
+	f.More = len(services) - len(f.Homes)
+	return f
 }
 
 // line builds one key=value log line; values a client chose are quoted.
 type line struct {
-	kind string
-	n    clusterdns.Name
-	b    strings.Builder
+	subject string
+	b       strings.Builder
 }
 
 func (l *line) add(k, v string) {
@@ -126,13 +107,7 @@ func (l *line) add(k, v string) {
 
 func (l *line) quote(k, v string) { l.add(k, strconv.Quote(v)) }
 
-func (l *line) String() string {
-	subject := strconv.Quote(strings.ToLower(l.n.Namespace))
-	if l.kind == shadowLine {
-		subject = strconv.Quote(strings.ToLower(l.n.Endpoint + "." + l.n.Service))
-	}
-	return l.kind + " " + subject + ":" + l.b.String()
-}
+func (l *line) String() string { return l.subject + ":" + l.b.String() }
 
 // records renders at most maxLoggedRecords records on one line.
 func records(rrs []dns.RR) string {

@@ -104,20 +104,6 @@ func (c *scaleCluster) objectMeta(ns, name string, kind byte, i int, labels map[
 	}
 }
 
-func (c *scaleCluster) eachNamespace(emit func(k8sruntime.Object)) {
-	for j := range c.namespaces {
-		name := scaleNamespace(j)
-		emit(&corev1.Namespace{
-			ObjectMeta: c.objectMeta("", name, 'n', j, map[string]string{
-				corev1.LabelMetadataName: strings.Clone(name),
-				"team":                   "team-" + strconv.Itoa(j%37),
-			}),
-			Spec:   corev1.NamespaceSpec{Finalizers: []corev1.FinalizerName{corev1.FinalizerKubernetes}},
-			Status: corev1.NamespaceStatus{Phase: corev1.NamespaceActive},
-		})
-	}
-}
-
 func (c *scaleCluster) eachService(emit func(k8sruntime.Object)) {
 	for k := range c.services() {
 		name := scaleService(k)
@@ -289,7 +275,6 @@ func (c *scaleCluster) eachPod(emit func(k8sruntime.Object)) {
 // setter of each.
 func (c *scaleCluster) kinds(v *view) []scaleKind {
 	return []scaleKind{
-		{"namespaces", c.eachNamespace, func(o any) { v.setNamespace(o.(*namespaceObj), true) }},
 		{"services", c.eachService, func(o any) { v.setService(o.(*serviceObj), true) }},
 		{"endpointslices", c.eachSlice, func(o any) { v.setSlice(o.(*sliceObj), true) }},
 		{"pods", c.eachPod, func(o any) { v.setPod(o.(*podObj), true) }},
@@ -307,8 +292,7 @@ func scaleFeed(v *view, objs ...k8sruntime.Object) {
 	for _, o := range objs {
 		s, _ := toSmall(o) // it never fails: it returns an error only to fit the transform's type
 		switch s := s.(type) {
-		case *namespaceObj:
-			v.setNamespace(s, true)
+		case *corev1.Namespace: // not watched
 		case *serviceObj:
 			v.setService(s, true)
 		case *sliceObj:
@@ -373,9 +357,9 @@ func TestViewHeapAtScale(t *testing.T) {
 	runtime.KeepAlive(stores)
 
 	// The view must be whole, or the figure means nothing.
-	if len(v.namespaces) != c.namespaces || len(v.services) != c.services() || len(v.slices) != c.headless() || len(v.pods) != c.pods() {
-		t.Fatalf("view holds %d namespaces, %d services, %d slices, %d pod addresses; want %d, %d, %d, %d",
-			len(v.namespaces), len(v.services), len(v.slices), len(v.pods), c.namespaces, c.services(), c.headless(), c.pods())
+	if len(v.services) != c.services() || len(v.slices) != c.headless() || len(v.pods) != c.pods() {
+		t.Fatalf("view holds %d services, %d slices, %d pod addresses; want %d, %d, %d",
+			len(v.services), len(v.slices), len(v.pods), c.services(), c.headless(), c.pods())
 	}
 	if got := v.pod([]byte(scalePodIP(20))); got != "ns2/svc10-0" { // the first Pod of headless Service svc10's StatefulSet
 		t.Errorf("Pod 20's address gives %q, want ns2/svc10-0", got)
@@ -414,7 +398,7 @@ var scaleViews = sync.OnceValue(func() []scaleView {
 		v := newView()
 		scaleFeed(v, incidentObjects()...)
 		c := newScaleCluster(size.namespaces)
-		for _, each := range []func(func(k8sruntime.Object)){c.eachNamespace, c.eachService, c.eachSlice, c.eachPod} {
+		for _, each := range []func(func(k8sruntime.Object)){c.eachService, c.eachSlice, c.eachPod} {
 			each(func(o k8sruntime.Object) { scaleFeed(v, o) })
 		}
 		v.synced.Store(true)

@@ -22,7 +22,7 @@ var log = clog.NewWithPlugin(pluginName)
 
 func init() { plugin.Register(pluginName, setup) }
 
-// Mode is what nsguard does with an answer that came through a namespace.
+// Mode is what nsguard does with an answer it holds.
 type Mode uint8
 
 const (
@@ -45,8 +45,9 @@ const (
 
 // config is one nsguard block of a Corefile.
 type config struct {
-	zones           []string
+	zones           []string // nil: the cluster zones of the block, found at start-up
 	mode            Mode
+	shadows         Mode // endpoint_shadows
 	rcode           int
 	allowNamespaces map[string]struct{}
 	allowClients    map[string]struct{}
@@ -69,21 +70,41 @@ func setup(c *caddy.Controller) error {
 	if err != nil {
 		return plugin.Error(pluginName, err)
 	}
-	if client != nil {
-		g.view = v
-		g.watcher = &watcher{client: client, view: v, clients: cfg.clients}
-		c.OnStartup(g.watcher.start)
-		c.OnShutdown(g.watcher.stop)
+	if client == nil && (len(cfg.allowClients) > 0 || cfg.shadows == ModeRefuse) {
+		return plugin.Error(pluginName, c.Err("'allow client' and 'endpoint_shadows refuse' need the cluster view, "+
+			"and this CoreDNS runs outside a cluster: add 'kubeconfig PATH' or 'endpoint URL'"))
 	}
+	conf := dnsserver.GetConfig(c)
 	c.OnStartup(func() error {
+		if g.zones == nil {
+			zones, err := clusterZones(conf.Handler("kubernetes"), c.ServerBlockKeys)
+			if err != nil {
+				return plugin.Error(pluginName, err)
+			}
+			g.zones = zones
+		}
 		view := "no cluster view: core checks only"
 		if client != nil {
 			view = "with a cluster view"
 		}
-		log.Infof("mode %s for zones %s, %s", cfg.mode, strings.Join(cfg.zones, " "), view)
+		log.Infof("guarding %s in mode %s, %s", strings.Join(g.zones, " "), cfg.mode, view)
 		return nil
 	})
-	dnsserver.GetConfig(c).AddPlugin(func(next plugin.Handler) plugin.Handler {
+	if client != nil {
+		g.view = v
+		g.watcher = &watcher{client: client, view: v, clients: cfg.clients}
+		c.OnStartup(func() error {
+			v.servers = serverAddrs(conf)
+			claimGauges(v)
+			return g.watcher.start()
+		})
+		c.OnShutdown(func() error {
+			err := g.watcher.stop()
+			releaseGauges(v)
+			return err
+		})
+	}
+	conf.AddPlugin(func(next plugin.Handler) plugin.Handler {
 		g.Next = next
 		return g
 	})
@@ -93,6 +114,7 @@ func setup(c *caddy.Controller) error {
 func parse(c *caddy.Controller) (config, error) {
 	cfg := config{
 		mode:            ModeLog,
+		shadows:         ModeLog,
 		rcode:           dns.RcodeNameError,
 		allowNamespaces: map[string]struct{}{},
 		allowClients:    map[string]struct{}{},
@@ -121,7 +143,12 @@ func parse(c *caddy.Controller) (config, error) {
 				return cfg, err
 			}
 		}
-		if seen["rcode"] && cfg.mode == ModeLog {
+		switch {
+		case !cfg.clients && len(cfg.allowClients) > 0:
+			return cfg, c.Err("'clients off' and 'allow client' cannot work together: 'allow client' needs the Pods that 'clients off' stops watching")
+		case cfg.shadows == ModeRefuse && cfg.mode == ModeLog:
+			return cfg, c.Err("'endpoint_shadows refuse' needs 'mode refuse'")
+		case seen["rcode"] && cfg.mode == ModeLog:
 			log.Warningf("rcode %s has no effect in mode log; add \"mode refuse\" to refuse", dns.RcodeToString[cfg.rcode])
 		}
 	}
@@ -131,18 +158,13 @@ func parse(c *caddy.Controller) (config, error) {
 func parseProperty(c *caddy.Controller, property string, cfg *config) error {
 	switch property {
 	case "mode":
-		v, err := singleArg(c)
-		if err != nil {
-			return err
-		}
-		switch strings.ToLower(v) {
-		case "log":
-			cfg.mode = ModeLog
-		case "refuse":
-			cfg.mode = ModeRefuse
-		default:
-			return c.Errf("unknown mode %q; expect 'log' or 'refuse'", v)
-		}
+		m, err := parseMode(c, property)
+		cfg.mode = m
+		return err
+	case "endpoint_shadows":
+		m, err := parseMode(c, property)
+		cfg.shadows = m
+		return err
 	case "rcode":
 		v, err := singleArg(c)
 		if err != nil {
@@ -232,54 +254,19 @@ func parseProperty(c *caddy.Controller, property string, cfg *config) error {
 	return nil
 }
 
-// parseZones returns the block's zones, or the server block's when none are given.
-// Unlike plugin.OriginsFromArgsOrServerBlock it rejects what it cannot use.
-func parseZones(c *caddy.Controller, args []string) ([]string, error) {
-	server := plugin.OriginsFromArgsOrServerBlock(nil, c.ServerBlockKeys)
-	if len(server) == 0 {
-		server = []string{"."}
+// parseMode reads the value of mode or endpoint_shadows.
+func parseMode(c *caddy.Controller, property string) (Mode, error) {
+	v, err := singleArg(c)
+	if err != nil {
+		return ModeLog, err
 	}
-	if len(args) == 0 {
-		return lower(server), nil
+	switch strings.ToLower(v) {
+	case "log":
+		return ModeLog, nil
+	case "refuse":
+		return ModeRefuse, nil
 	}
-	var zones []string
-	for _, a := range args {
-		zs := plugin.Host(a).NormalizeExact()
-		if len(zs) == 0 {
-			return nil, c.Errf("invalid zone %q", a)
-		}
-		for _, z := range zs {
-			if !isZoneName(z) {
-				return nil, c.Errf("invalid zone %q", a)
-			}
-			if plugin.Zones(server).Matches(z) == "" {
-				return nil, c.Errf("zone %q is not under the server block's zones %s", a, strings.Join(server, " "))
-			}
-		}
-		zones = append(zones, zs...)
-	}
-	return lower(zones), nil
-}
-
-// isZoneName reports whether z is a fully qualified name of hostname labels, or the root.
-func isZoneName(z string) bool {
-	if z == "." {
-		return true
-	}
-	for _, l := range strings.Split(strings.TrimSuffix(z, "."), ".") {
-		if l == "" || strings.Trim(l, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") != "" {
-			return false
-		}
-	}
-	return true
-}
-
-func lower(zones []string) []string {
-	out := make([]string, len(zones))
-	for i, z := range zones {
-		out[i] = strings.ToLower(z)
-	}
-	return out
+	return ModeLog, c.Errf("unknown %s %q; expect 'log' or 'refuse'", property, v)
 }
 
 // singleArg reads the one value of the current property.

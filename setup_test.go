@@ -9,13 +9,14 @@ import (
 	"github.com/coredns/caddy"
 	"github.com/coredns/coredns/core/dnsserver"
 	"github.com/coredns/coredns/plugin"
+	"github.com/coredns/coredns/plugin/kubernetes"
 
 	"github.com/miekg/dns"
 )
 
 func TestSetup(t *testing.T) {
 	defaults := func(change func(*config)) config {
-		cfg := config{zones: []string{"cluster.local."}, mode: ModeLog, rcode: dns.RcodeNameError,
+		cfg := config{mode: ModeLog, shadows: ModeLog, rcode: dns.RcodeNameError,
 			allowNamespaces: map[string]struct{}{}, allowClients: map[string]struct{}{}, logInterval: time.Minute, logLimit: 10, clients: true}
 		if change != nil {
 			change(&cfg)
@@ -30,9 +31,9 @@ func TestSetup(t *testing.T) {
 	}{
 		{"bare", `nsguard`, defaults(nil), ""},
 		{"empty block", "nsguard {\n}", defaults(nil), ""},
-		{"zone", `nsguard cluster.local`, defaults(nil), ""},
+		{"zone", `nsguard cluster.local`, defaults(func(c *config) { c.zones = []string{"cluster.local."} }), ""},
 		{"subzone", `nsguard svc.cluster.local`, defaults(func(c *config) { c.zones = []string{"svc.cluster.local."} }), ""},
-		{"zone case", `nsguard Cluster.Local.`, defaults(nil), ""},
+		{"zone case", `nsguard Cluster.Local.`, defaults(func(c *config) { c.zones = []string{"cluster.local."} }), ""},
 		{"refuse", "nsguard {\n mode refuse\n}", defaults(func(c *config) { c.mode = ModeRefuse }), ""},
 		{"refuse REFUSED", "nsguard {\n mode refuse\n rcode REFUSED\n}", defaults(func(c *config) { c.mode = ModeRefuse; c.rcode = dns.RcodeRefused }), ""},
 		{"refuse nxdomain lower case", "nsguard {\n mode REFUSE\n rcode nxdomain\n}", defaults(func(c *config) { c.mode = ModeRefuse }), ""},
@@ -40,8 +41,12 @@ func TestSetup(t *testing.T) {
 		{"allow", "nsguard {\n allow namespace my-app Legacy\n allow namespace kube-system\n}", defaults(func(c *config) {
 			c.allowNamespaces = map[string]struct{}{"my-app": {}, "legacy": {}, "kube-system": {}}
 		}), ""},
-		{"allow client", "nsguard {\n allow client kube-system Monitoring\n}", defaults(func(c *config) {
+		{"allow client", "nsguard {\n allow client kube-system Monitoring\n endpoint http://127.0.0.1:1\n}", defaults(func(c *config) {
 			c.allowClients = map[string]struct{}{"kube-system": {}, "monitoring": {}}
+			c.endpoint = "http://127.0.0.1:1"
+		}), ""},
+		{"endpoint shadows refused", "nsguard {\n mode refuse\n endpoint_shadows refuse\n endpoint http://127.0.0.1:1\n}", defaults(func(c *config) {
+			c.mode, c.shadows, c.endpoint = ModeRefuse, ModeRefuse, "http://127.0.0.1:1"
 		}), ""},
 		{"clients off", "nsguard {\n clients off\n}", defaults(func(c *config) { c.clients = false }), ""},
 		{"endpoint", "nsguard {\n endpoint http://127.0.0.1:8080\n}", defaults(func(c *config) { c.endpoint = "http://127.0.0.1:8080" }), ""},
@@ -51,6 +56,11 @@ func TestSetup(t *testing.T) {
 		{"missing mode", "nsguard {\n mode\n}", config{}, `after 'mode'`},
 		{"two modes", "nsguard {\n mode log refuse\n}", config{}, `after 'refuse'`},
 		{"bad mode", "nsguard {\n mode block\n}", config{}, `unknown mode "block"`},
+		{"bad endpoint_shadows", "nsguard {\n endpoint_shadows block\n}", config{}, `unknown endpoint_shadows "block"`},
+		{"endpoint_shadows refuse in mode log", "nsguard {\n endpoint_shadows refuse\n endpoint http://127.0.0.1:1\n}", config{}, `'endpoint_shadows refuse' needs 'mode refuse'`},
+		{"clients off with allow client", "nsguard {\n clients off\n allow client kube-system\n endpoint http://127.0.0.1:1\n}", config{}, `'clients off' and 'allow client' cannot work together`},
+		{"allow client without a view", "nsguard {\n allow client kube-system\n}", config{}, `'allow client' and 'endpoint_shadows refuse' need the cluster view`},
+		{"endpoint_shadows refuse without a view", "nsguard {\n mode refuse\n endpoint_shadows refuse\n}", config{}, `add 'kubeconfig PATH' or 'endpoint URL'`},
 		{"bad rcode", "nsguard {\n rcode SERVFAIL\n}", config{}, `unknown rcode "SERVFAIL"`},
 		{"missing rcode", "nsguard {\n rcode\n}", config{}, `after 'rcode'`},
 		{"mode twice", "nsguard {\n mode log\n mode refuse\n}", config{}, `property "mode" given twice`},
@@ -68,6 +78,7 @@ func TestSetup(t *testing.T) {
 		{"zone outside server block", `nsguard example.org`, config{}, `zone "example.org" is not under the server block's zones cluster.local.`},
 		{"parent zone", `nsguard local`, config{}, `zone "local" is not under`},
 		{"invalid zone", `nsguard http://`, config{}, `invalid zone "http://"`},
+		{"zone with a bad label", `nsguard clu$ter.local`, config{}, `invalid zone "clu$ter.local": label "clu$ter"`},
 		{"duplicate block", "nsguard\nnsguard", config{}, `only be used once per Server Block`},
 	}
 	for _, tc := range tests {
@@ -113,17 +124,54 @@ func TestSetupInstallsHandler(t *testing.T) {
 	}
 }
 
-func TestSetupServerBlockZones(t *testing.T) {
-	c := caddy.NewTestController("dns", "nsguard")
-	c.ServerBlockKeys = []string{"cluster.local:53", "Example.ORG:53"}
-	cfg, err := parse(c)
-	if err != nil {
-		t.Fatal(err)
+// A bare nsguard guards the cluster zones of the kubernetes plugin in its block, as the
+// Corefiles clusters run are ".:53" blocks; without one, the block's own forward zones.
+func TestClusterZones(t *testing.T) {
+	k8s := func(zones ...string) plugin.Handler { return &kubernetes.Kubernetes{Zones: zones} }
+	tests := []struct {
+		name    string
+		k8s     plugin.Handler
+		keys    []string
+		want    []string
+		wantErr string
+	}{
+		{"kubeadm", k8s("cluster.local.", "in-addr.arpa.", "ip6.arpa."), []string{".:53"}, []string{"cluster.local."}, ""},
+		{"two cluster zones", k8s("Cluster.Local.", "example.org.", "10.in-addr.arpa."), []string{".:53"}, []string{"cluster.local.", "example.org."}, ""},
+		{"node-local cache", nil, []string{"cluster.local:53"}, []string{"cluster.local."}, ""},
+		{"several blocks keys", nil, []string{"cluster.local:53", "in-addr.arpa:53", ".:53"}, []string{"cluster.local."}, ""},
+		{"root without kubernetes", nil, []string{".:53"}, nil, `no cluster zone to guard in server block ".:53"`},
+		{"reverse without kubernetes", nil, []string{"in-addr.arpa:53"}, nil, `name the cluster zone, as in "nsguard cluster.local"`},
+		{"kubernetes of reverse zones only", k8s("in-addr.arpa."), []string{".:53"}, nil, "no kubernetes plugin"},
 	}
-	if want := []string{"cluster.local.", "example.org."}; !reflect.DeepEqual(cfg.zones, want) {
-		t.Errorf("zones %v, want the server block's %v", cfg.zones, want)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := clusterZones(tc.k8s, tc.keys)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("got %v, %v; want %v", got, err, tc.want)
+			}
+		})
 	}
-	if !plugin.Zones(cfg.zones).Contains("my-app.svc.example.org.") {
-		t.Error("zones do not hold a name in the second server zone")
+}
+
+func TestServerAddrs(t *testing.T) {
+	tests := []struct {
+		hosts []string
+		port  string
+		want  []string
+	}{
+		{[]string{""}, "53", []string{"dns://:53"}},
+		{[]string{"127.53.1.1", "::1"}, "1053", []string{"dns://127.53.1.1:1053", "dns://[::1]:1053"}},
+	}
+	for _, tc := range tests {
+		conf := &dnsserver.Config{ListenHosts: tc.hosts, Port: tc.port, Transport: "dns"}
+		if got := serverAddrs(conf); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("serverAddrs(%v, %s) = %v, want %v", tc.hosts, tc.port, got, tc.want)
+		}
 	}
 }

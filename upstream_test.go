@@ -78,6 +78,14 @@ var upstreams = map[string]func() *upstream{
 			return m
 		}}
 	},
+	// kube-dns for an AAAA question at a namespace apex: NODATA with its own SOA.
+	"kube-dns nodata": func() *upstream {
+		return &upstream{rcode: dns.RcodeSuccess, answer: func(r *dns.Msg) *dns.Msg {
+			m := reply(r, dns.RcodeSuccess)
+			m.Ns = []dns.RR{test.SOA("cluster.local. 60 IN SOA ns.dns.cluster.local. hostmaster.cluster.local. 1796227200 28800 7200 604800 60")}
+			return m
+		}}
+	},
 	// CoreDNS kubernetes for an endpoint name: its address.
 	"endpoint": func() *upstream {
 		return &upstream{rcode: dns.RcodeSuccess, answer: func(r *dns.Msg) *dns.Msg {

@@ -6,41 +6,59 @@ import (
 	"sync/atomic"
 )
 
-// view is nsguard's read-only picture of the cluster: which namespaces and Services exist,
-// which names the endpoints of each Service answer to, and which Pod owns an address.
-// Informer handlers write it; the query path reads it under a read lock, without allocating.
+// view is nsguard's read-only picture of the cluster: which Services exist, which names
+// the endpoints of each Service answer to, and which Pod owns an address. Informer
+// handlers write it; the query path reads it under a read lock, without allocating.
 type view struct {
-	mu         sync.RWMutex
-	namespaces map[string]struct{}
-	services   map[string]*serviceObj    // "namespace/name"
-	byName     map[string][]string       // Service name → namespaces that hold one, sorted
-	slices     map[string]*sliceObj      // "namespace/slice"
-	endpoints  map[string]map[string]int // "namespace/service" → endpoint name → how many slices name it
-	pods       map[string]string         // IP → "namespace/name"
-	podIPs     map[string][]string       // "namespace/name" → its IPs, to undo on update
+	mu        sync.RWMutex
+	services  map[string]*serviceObj    // "namespace/name"
+	byName    map[string][]string       // Service name → namespaces that hold one, sorted
+	slices    map[string]*sliceObj      // "namespace/slice"
+	endpoints map[string]map[string]int // "namespace/service" → endpoint name → how many slices name it
+	pods      map[string]string         // IP → "namespace/name", for an address only one live Pod holds
+	shared    map[string][]string       // IP → the Pods, when more than one holds it
+	podIPs    map[string][]string       // "namespace/name" → its IPs, to undo on update
 
 	synced atomic.Bool // every informer has synced
-	stale  atomic.Bool // a watch failed and nothing has arrived since
+	stale  atomic.Bool // a request to the API server failed and none has succeeded since
+
+	servers []string // the server labels of its gauges
 }
 
 func newView() *view {
 	return &view{
-		namespaces: map[string]struct{}{},
-		services:   map[string]*serviceObj{},
-		byName:     map[string][]string{},
-		slices:     map[string]*sliceObj{},
-		endpoints:  map[string]map[string]int{},
-		pods:       map[string]string{},
-		podIPs:     map[string][]string{},
+		services:  map[string]*serviceObj{},
+		byName:    map[string][]string{},
+		slices:    map[string]*sliceObj{},
+		endpoints: map[string]map[string]int{},
+		pods:      map[string]string{},
+		shared:    map[string][]string{},
+		podIPs:    map[string][]string{},
 	}
 }
 
-// usable reports whether the view can be trusted now: synced, and not cut off from the API.
-func (v *view) usable() bool { return v != nil && v.synced.Load() && !v.stale.Load() }
+// setSynced records that every informer has synced.
+func (v *view) setSynced() {
+	v.synced.Store(true)
+	for _, s := range v.servers {
+		viewSynced.WithLabelValues(s).Set(1)
+	}
+}
+
+// setStale records whether the view is cut off from the API server, and reports a change.
+func (v *view) setStale(stale bool) bool {
+	if v.stale.Swap(stale) == stale {
+		return false
+	}
+	for _, s := range v.servers {
+		viewStale.WithLabelValues(s).Set(map[bool]float64{false: 0, true: 1}[stale])
+	}
+	return true
+}
 
 // Reads, for the query path. Keys must be lower case, as Kubernetes names are.
 
-// pod returns "namespace/name" of the Pod with address ip, or "".
+// pod returns "namespace/name" of the only live Pod with address ip, or "".
 func (v *view) pod(ip []byte) string {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
@@ -62,26 +80,23 @@ func (v *view) hasEndpoint(service []byte, name []byte) bool {
 	return v.endpoints[string(service)][string(name)] > 0
 }
 
-// namespacesWithService returns up to max namespaces holding a Service called name, and how
-// many there are in all. It allocates: it is for log lines only.
-func (v *view) namespacesWithService(name string, max int) ([]string, int) {
+// homes returns the namespaces holding a Service called name, those that are not aliases
+// into the cluster first (inZone tells), and how many of each kind there are. It allocates:
+// it is for log lines only.
+func (v *view) homes(name string, inZone func(target string) bool) (services, aliases []string) {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
-	all := v.byName[name]
-	return slices.Clone(all[:min(len(all), max)]), len(all)
+	for _, ns := range v.byName[name] {
+		if s := v.services[ns+"/"+name]; s != nil && s.externalName != "" && inZone(s.externalName) {
+			aliases = append(aliases, ns)
+		} else {
+			services = append(services, ns)
+		}
+	}
+	return services, aliases
 }
 
 // Writes, from the informers' handlers.
-
-func (v *view) setNamespace(o *namespaceObj, present bool) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if present {
-		v.namespaces[o.name] = struct{}{}
-	} else {
-		delete(v.namespaces, o.name)
-	}
-}
 
 func (v *view) setService(o *serviceObj, present bool) {
 	key := o.namespace + "/" + o.name
@@ -141,20 +156,54 @@ func (v *view) countNames(o *sliceObj, d int) {
 	}
 }
 
+// setPod records the addresses of a live Pod; the transform gives host-network and
+// finished Pods none, since their addresses are not theirs alone.
 func (v *view) setPod(o *podObj, present bool) {
 	key := o.namespace + "/" + o.name
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	for _, ip := range v.podIPs[key] {
-		if v.pods[ip] == key {
-			delete(v.pods, ip)
-		}
+		v.release(ip, key)
 	}
 	delete(v.podIPs, key)
 	if present && len(o.ips) > 0 {
 		v.podIPs[key] = o.ips
 		for _, ip := range o.ips {
-			v.pods[ip] = key
+			v.claim(ip, key)
 		}
+	}
+}
+
+// claim records that Pod key holds ip. A second holder makes the address nobody's.
+func (v *view) claim(ip, key string) {
+	if holders, ok := v.shared[ip]; ok {
+		v.shared[ip] = append(holders, key)
+		return
+	}
+	if other, ok := v.pods[ip]; ok && other != key {
+		delete(v.pods, ip)
+		v.shared[ip] = []string{other, key}
+		return
+	}
+	v.pods[ip] = key
+}
+
+// release undoes claim; the last holder left gets the address back.
+func (v *view) release(ip, key string) {
+	holders, ok := v.shared[ip]
+	if !ok {
+		if v.pods[ip] == key {
+			delete(v.pods, ip)
+		}
+		return
+	}
+	holders = slices.DeleteFunc(holders, func(h string) bool { return h == key })
+	if len(holders) > 1 {
+		v.shared[ip] = holders
+		return
+	}
+	delete(v.shared, ip)
+	if len(holders) == 1 {
+		v.pods[ip] = holders[0]
 	}
 }

@@ -3,6 +3,7 @@ package nsguard
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -75,8 +76,8 @@ func TestViewFromInformers(t *testing.T) {
 	if got := v.pod([]byte("10.244.1.5")); got != "new-namespace-1/client" {
 		t.Errorf("pod(10.244.1.5) = %q", got)
 	}
-	if where, total := v.namespacesWithService("my-app", 3); !slices.Equal(where, []string{"legacy", "new-namespace-2"}) || total != 2 {
-		t.Errorf("namespacesWithService(my-app) = %v, %d", where, total)
+	if services, aliases := v.homes("my-app", inClusterLocal); !slices.Equal(services, []string{"legacy", "new-namespace-2"}) || aliases != nil {
+		t.Errorf("homes(my-app) = %v, %v", services, aliases)
 	}
 	// An endpoint with a hostname answers to it, never to its Pod's name.
 	if !v.hasEndpoint([]byte("new-namespace-1/db"), []byte("primary")) || v.hasEndpoint([]byte("new-namespace-1/db"), []byte("db-pod-primary")) {
@@ -95,7 +96,7 @@ func TestViewFromInformers(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, func() bool {
-		where, _ := v.namespacesWithService("my-app", 3)
+		where, _ := v.homes("my-app", inClusterLocal)
 		return v.pod([]byte("10.244.1.6")) == "" && slices.Equal(where, []string{"new-namespace-2"})
 	})
 }
@@ -138,9 +139,14 @@ func TestViewUpdates(t *testing.T) {
 		v.setService(&serviceObj{meta: meta{namespace: ns, name: "svc"}}, true)
 	}
 	v.setService(&serviceObj{meta: meta{namespace: "a", name: "svc"}}, true) // an update
-	if where, total := v.namespacesWithService("svc", 2); !slices.Equal(where, []string{"a", "m"}) || total != 3 {
-		t.Errorf("namespacesWithService = %v, %d; want the first two of three, sorted", where, total)
+	// An ExternalName into the cluster is an alias: the advice names the Service it leads to.
+	v.setService(&serviceObj{meta: meta{namespace: "b", name: "svc"}, externalName: "svc.m.svc.cluster.local"}, true)
+	v.setService(&serviceObj{meta: meta{namespace: "c", name: "svc"}, externalName: "svc.example.net"}, true)
+	if services, aliases := v.homes("svc", inClusterLocal); !slices.Equal(services, []string{"a", "c", "m", "z"}) || !slices.Equal(aliases, []string{"b"}) {
+		t.Errorf("homes = %v, aliases %v; want a c m z, then the alias b", services, aliases)
 	}
+	v.setService(&serviceObj{meta: meta{namespace: "b", name: "svc"}}, false)
+	v.setService(&serviceObj{meta: meta{namespace: "c", name: "svc"}}, false)
 	for _, ns := range []string{"z", "a", "m", "m"} {
 		v.setService(&serviceObj{meta: meta{namespace: ns, name: "svc"}}, false)
 	}
@@ -205,7 +211,55 @@ func TestSliceNames(t *testing.T) {
 	}
 }
 
+// Only a live Pod that owns its address names a client: a host-network Pod carries its
+// node's, a finished Pod's may be reused already, and an address two live Pods claim is nobody's.
+func TestPodIdentity(t *testing.T) {
+	pod := func(name, ip string, change func(*corev1.Pod)) *podObj {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: ip, PodIPs: []corev1.PodIP{{IP: ip}}}}
+		if change != nil {
+			change(p)
+		}
+		o, _ := toSmall(p)
+		return o.(*podObj)
+	}
+	hostNetwork := func(p *corev1.Pod) { p.Spec.HostNetwork = true }
+	succeeded := func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded }
+	failed := func(p *corev1.Pod) { p.Status.Phase = corev1.PodFailed }
+
+	v := newView()
+	steps := []struct {
+		what    string
+		pod     *podObj
+		present bool
+		ip      string
+		want    string
+	}{
+		{"a live Pod", pod("web", "10.244.1.5", nil), true, "10.244.1.5", "ns/web"},
+		{"a host-network Pod on the same node address", pod("agent", "10.244.1.5", hostNetwork), true, "10.244.1.5", "ns/web"},
+		{"a finished Pod that held it before", pod("job", "10.244.1.5", succeeded), true, "10.244.1.5", "ns/web"},
+		{"a failed one", pod("crashed", "10.244.1.5", failed), true, "10.244.1.5", "ns/web"},
+		{"a second live Pod claims it", pod("twin", "10.244.1.5", nil), true, "10.244.1.5", ""},
+		{"a third", pod("triplet", "10.244.1.5", nil), true, "10.244.1.5", ""},
+		{"one of three leaves", pod("twin", "10.244.1.5", nil), false, "10.244.1.5", ""},
+		{"the last but one leaves", pod("triplet", "10.244.1.5", nil), false, "10.244.1.5", "ns/web"},
+		{"the owner finishes", pod("web", "10.244.1.5", succeeded), true, "10.244.1.5", ""},
+		{"a host-network Pod alone", pod("agent", "10.0.0.7", hostNetwork), true, "10.0.0.7", ""},
+	}
+	for _, s := range steps {
+		v.setPod(s.pod, s.present)
+		if got := v.pod([]byte(s.ip)); got != s.want {
+			t.Errorf("%s: pod(%s) = %q, want %q", s.what, s.ip, got, s.want)
+		}
+	}
+	if len(v.pods) != 0 || len(v.shared) != 0 || len(v.podIPs) != 0 {
+		t.Errorf("left behind: pods %v, shared %v, podIPs %v", v.pods, v.shared, v.podIPs)
+	}
+}
+
 func ptr[T any](v T) *T { return &v }
+
+func inClusterLocal(target string) bool { return strings.HasSuffix(target, ".cluster.local") }
 
 func eventually(t *testing.T, ok func() bool) {
 	t.Helper()

@@ -7,11 +7,12 @@ import (
 	"github.com/coredns/coredns/core/dnsserver"
 )
 
-// nsguard runs after cache and autopath and before kubernetes: cache hits skip it, it sees
-// each search candidate autopath tries, and it sees what kubernetes, file and forward answer.
+// nsguard runs just before cache: after autopath and acl, so it sees each search candidate
+// autopath tries, and before cache, so a cached answer still passes its decision for the
+// client that asked, as does what kubernetes, file and forward answer.
 const (
 	directive = "nsguard"
-	anchor    = "kubernetes"
+	anchor    = "cache"
 )
 
 // setDirectives puts nsguard into CoreDNS's plugin order.
@@ -24,7 +25,7 @@ func setDirectives() error {
 }
 
 // insertBefore returns a copy of directives with name just before anchor. A missing anchor
-// is an error: placed anywhere else nsguard would miss answers or see cached ones.
+// is an error: placed anywhere else nsguard would miss answers, or decide once for everyone.
 func insertBefore(directives []string, name, anchor string) ([]string, error) {
 	if slices.Contains(directives, name) {
 		return nil, fmt.Errorf("directive %q is already in the plugin order", name)

@@ -15,16 +15,16 @@ func TestInsertBefore(t *testing.T) {
 		want       []string
 		wantErr    string
 	}{
-		{"middle", []string{"cache", "kubernetes", "forward"}, []string{"cache", "nsguard", "kubernetes", "forward"}, ""},
-		{"first", []string{"kubernetes", "forward"}, []string{"nsguard", "kubernetes", "forward"}, ""},
-		{"anchor missing", []string{"cache", "forward"}, nil, `anchor "kubernetes" is not in the plugin order`},
-		{"already there", []string{"nsguard", "kubernetes"}, nil, `directive "nsguard" is already in the plugin order`},
-		{"empty", nil, nil, `anchor "kubernetes"`},
+		{"middle", []string{"autopath", "acl", "cache", "kubernetes"}, []string{"autopath", "acl", "nsguard", "cache", "kubernetes"}, ""},
+		{"first", []string{"cache", "forward"}, []string{"nsguard", "cache", "forward"}, ""},
+		{"anchor missing", []string{"kubernetes", "forward"}, nil, `anchor "cache" is not in the plugin order`},
+		{"already there", []string{"nsguard", "cache"}, nil, `directive "nsguard" is already in the plugin order`},
+		{"empty", nil, nil, `anchor "cache"`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			before := slices.Clone(tc.directives)
-			got, err := insertBefore(tc.directives, "nsguard", "kubernetes")
+			got, err := insertBefore(tc.directives, "nsguard", "cache")
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("error %v, want %q", err, tc.wantErr)
@@ -52,15 +52,17 @@ func TestPluginOrder(t *testing.T) {
 		return i
 	}
 	g := at("nsguard")
-	if d[g+1] != "kubernetes" {
-		t.Errorf("nsguard is followed by %q, want kubernetes", d[g+1])
+	if d[g+1] != "cache" {
+		t.Errorf("nsguard is followed by %q, want cache", d[g+1])
 	}
-	for _, before := range []string{"metadata", "prometheus", "log", "autopath", "cache", "rewrite"} {
+	// autopath calls the rest of the chain once per search candidate; acl may refuse first.
+	for _, before := range []string{"metadata", "prometheus", "log", "rewrite", "autopath", "acl"} {
 		if at(before) > g {
 			t.Errorf("%s runs after nsguard; it must run before", before)
 		}
 	}
-	for _, after := range []string{"kubernetes", "file", "auto", "etcd", "forward", "grpc"} {
+	// A cached answer, and what the plugins that answer write, must pass nsguard.
+	for _, after := range []string{"cache", "template", "hosts", "kubernetes", "file", "auto", "etcd", "forward", "grpc"} {
 		if at(after) < g {
 			t.Errorf("%s runs before nsguard; it must run after", after)
 		}

@@ -90,18 +90,36 @@ func corefiles(t *testing.T, readme string) []string {
 	return out
 }
 
-var kubernetesLine = regexp.MustCompile(`(?m)^(\s*kubernetes[^{\n]*?)( \{)?$`)
+var clusterPlugin = regexp.MustCompile(`^(\s*)(kubernetes|nsguard)\b[^{]*?( \{)?$`)
 
-// withoutCluster points the kubernetes plugin at a closed port: there is no cluster in a unit
-// test, and the plugin serves anyway after its bounded wait for sync.
+// withoutCluster points the kubernetes and nsguard plugins at a closed port, as if they ran
+// in a cluster whose API server is away: there is none in a unit test, and both serve
+// anyway after their bounded wait for sync. A block that names its API server keeps it.
 func withoutCluster(corefile string) string {
-	return kubernetesLine.ReplaceAllStringFunc(corefile, func(line string) string {
-		const endpoint = "\n        endpoint http://127.0.0.1:1"
-		if strings.HasSuffix(line, "{") {
-			return line + endpoint
+	lines := strings.Split(corefile, "\n")
+	var out []string
+	for i := 0; i < len(lines); i++ {
+		m := clusterPlugin.FindStringSubmatch(lines[i])
+		if m == nil {
+			out = append(out, lines[i])
+			continue
 		}
-		return line + " {" + endpoint + "\n    }"
-	})
+		indent, endpoint := m[1], m[1]+"    endpoint http://127.0.0.1:1"
+		if m[3] == "" {
+			out = append(out, lines[i]+" {", endpoint, indent+"}")
+			continue
+		}
+		end := i + 1
+		for end < len(lines) && lines[end] != indent+"}" {
+			end++
+		}
+		block := strings.Join(lines[i:end], "\n")
+		out = append(out, lines[i])
+		if !strings.Contains(block, "endpoint ") && !strings.Contains(block, "kubeconfig ") {
+			out = append(out, endpoint)
+		}
+	}
+	return strings.Join(out, "\n")
 }
 
 func TestWithoutCluster(t *testing.T) {
@@ -109,6 +127,8 @@ func TestWithoutCluster(t *testing.T) {
 		{"    kubernetes cluster.local\n", "    kubernetes cluster.local {\n        endpoint http://127.0.0.1:1\n    }\n"},
 		{"    kubernetes cluster.local {\n        pods verified\n    }\n", "    kubernetes cluster.local {\n        endpoint http://127.0.0.1:1\n        pods verified\n    }\n"},
 		{"    forward . 10.96.0.10\n", "    forward . 10.96.0.10\n"},
+		{"    nsguard\n    kubernetes cluster.local\n", "    nsguard {\n        endpoint http://127.0.0.1:1\n    }\n    kubernetes cluster.local {\n        endpoint http://127.0.0.1:1\n    }\n"},
+		{"    nsguard {\n        endpoint http://10.0.0.1\n    }\n", "    nsguard {\n        endpoint http://10.0.0.1\n    }\n"},
 	}
 	for _, tc := range tests {
 		if got := withoutCluster(tc.in); got != tc.want {

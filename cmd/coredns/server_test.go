@@ -44,8 +44,9 @@ func TestServer(t *testing.T) {
 		ns     []string
 	}
 	nodata := answer{dns.RcodeSuccess, nil, []string{soaRR}}
-	refused := answer{dns.RcodeNameError, nil, []string{soaRR}} // the upstream's SOA
-	// The kube-dns style answer carries no SOA, so nsguard makes the zone's, with the kubernetes plugin's TTL.
+	// The upstream's SOA, with the negative TTL of every refusal.
+	refused := answer{dns.RcodeNameError, nil, []string{"cluster.local.\t5\tIN\tSOA\tns.dns.cluster.local. hostmaster.cluster.local. 1 7200 1800 86400 5"}}
+	// The kube-dns style answer carries no SOA, so nsguard makes the zone's.
 	refusedRecords := answer{dns.RcodeNameError, nil, []string{"cluster.local.\t5\tIN\tSOA\tns.dns.cluster.local. hostmaster.cluster.local. 1 7200 1800 86400 5"}}
 	records := answer{dns.RcodeSuccess, []string{
 		"legacy.svc.cluster.local.\t5\tIN\tCNAME\tother-app-1.legacy.svc.cluster.local.",
@@ -126,6 +127,53 @@ func TestServer(t *testing.T) {
 				if !regexp.MustCompile(re).MatchString(body) {
 					t.Errorf("metrics lack %s:\n%s", re, grepNSGuard(body))
 				}
+			}
+		})
+	}
+}
+
+// TestServerCacheHits: with cache in the block, as in the Corefiles clusters run, every answer
+// a client gets passes nsguard, cache hits included: each is counted, and each is refused.
+func TestServerCacheHits(t *testing.T) {
+	zone := filepath.Join(t.TempDir(), "db.cluster.local")
+	if err := os.WriteFile(zone, []byte(clusterZone), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []string{"log", "refuse"} {
+		t.Run(mode, func(t *testing.T) {
+			metricsAddr := freePort(t)
+			// A server label of its own: the counters are the process's, shared with TestServer.
+			srv, udp, _, err := test.CoreDNSServerAndPorts(fmt.Sprintf(`cluster.local:0 {
+    bind %s
+    prometheus %s
+    cache 30
+    nsguard {
+        mode %s
+    }
+    file %s
+}
+`, map[string]string{"log": "127.0.0.5", "refuse": "127.0.0.6"}[mode], metricsAddr, mode, zone))
+			if err != nil {
+				t.Fatalf("could not start CoreDNS: %v", err)
+			}
+			defer srv.Stop()
+			const asks = 5
+			want := map[string]int{"log": dns.RcodeSuccess, "refuse": dns.RcodeNameError}[mode]
+			for range asks {
+				m := new(dns.Msg)
+				m.SetQuestion("my-app.svc.cluster.local.", dns.TypeA)
+				res, err := dns.Exchange(m, udp)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.Rcode != want {
+					t.Errorf("got %s, want %s", dns.RcodeToString[res.Rcode], dns.RcodeToString[want])
+				}
+			}
+			action := map[string]string{"log": "logged", "refuse": "refused"}[mode]
+			re := fmt.Sprintf(`(?m)^coredns_nsguard_namespace_apex_answers_total\{action="%s",answer="nodata",[^}]*\} %d$`, action, asks)
+			if body := scrape(t, metricsAddr); !regexp.MustCompile(re).MatchString(body) {
+				t.Errorf("metrics lack %s: every cache hit must be counted:\n%s", re, grepNSGuard(body))
 			}
 		})
 	}

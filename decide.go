@@ -1,0 +1,124 @@
+package nsguard
+
+import (
+	"context"
+	"net/netip"
+
+	"github.com/coredns/coredns/plugin"
+	"github.com/coredns/coredns/plugin/metrics"
+
+	"github.com/miekg/dns"
+
+	"github.com/nsguard/nsguard/clusterdns"
+)
+
+// kind is why nsguard holds an answer.
+type kind uint8
+
+const (
+	apexKind   kind = iota // it came through a namespace apex
+	shadowKind             // an endpoint name answered in place of a Service
+)
+
+// decision is what nsguard does with one held answer: made once, then acted on once.
+type decision struct {
+	kind   kind
+	name   clusterdns.Name
+	client netip.Addr
+	pod    string // "namespace/name" of the Pod that asked, or ""
+	answer string // answerRecords or answerNoData
+	action string // actionLogged, actionRefused or actionAllowed
+}
+
+// answer decides what the client gets for res, the next plugin's answer to r, and gives it.
+func (g *NSGuard) answer(ctx context.Context, w dns.ResponseWriter, r, res *dns.Msg, rcode int, err error) (int, error) {
+	d, held := g.decide(ctx, w, r, res, err)
+	if !held {
+		w.WriteMsg(res)
+		return rcode, err
+	}
+	server := metrics.WithServer(ctx)
+	d.count(server, metrics.WithView(ctx))
+	if d.action == actionRefused {
+		w.WriteMsg(refusal(r, res, g.rcode, d.name.Zone))
+		rcode, err = dns.RcodeSuccess, nil // written: the server must not answer again
+		if plugin.ClientWrite(g.rcode) {
+			rcode = g.rcode
+		}
+	} else {
+		w.WriteMsg(res)
+	}
+	if d.action != actionAllowed {
+		g.report(server, r, res, d)
+	}
+	return rcode, err
+}
+
+// decide reads who asked and what came back. An answer is held only when it is NOERROR:
+// errors pass untouched, a truncated answer comes back over TCP, and an endpoint name
+// that gave no records shadows nothing.
+func (g *NSGuard) decide(ctx context.Context, w dns.ResponseWriter, r, res *dns.Msg, err error) (decision, bool) {
+	if err != nil || res.Rcode != dns.RcodeSuccess || res.Truncated {
+		return decision{}, false
+	}
+	d := decision{name: clusterdns.Classify(r.Question[0].Name, g.zones), answer: answerNoData, action: actionLogged}
+	if len(res.Answer) > 0 {
+		d.answer = answerRecords
+	}
+	mode := g.mode
+	switch d.name.Shape {
+	case clusterdns.NamespaceApex:
+	case clusterdns.EndpointName:
+		if len(res.Answer) == 0 {
+			return decision{}, false
+		}
+		d.kind, mode = shadowKind, g.shadows
+	default:
+		return decision{}, false
+	}
+
+	d.client = remoteIP(w)
+	// A shadow was found in the view, so it is known to have synced. A view cut off from the
+	// API server is still used, and that is counted: its last known state beats none.
+	if g.view != nil && (d.kind == shadowKind || g.viewSynced(ctx)) {
+		if g.view.stale.Load() {
+			staleCounters.get(metrics.WithServer(ctx)).Inc()
+		}
+		d.pod = g.clientPod(d.client)
+	}
+	switch {
+	case d.kind == apexKind && g.allowed(d.name.Namespace), g.clientAllowed(d.pod):
+		d.action = actionAllowed
+	case mode == ModeRefuse:
+		d.action = actionRefused
+	}
+	return d, true
+}
+
+// count adds the decision to its counter.
+func (d decision) count(server, view string) {
+	if d.kind == apexKind {
+		apexCounters.get(apexLabels{server, d.name.Zone, view, d.answer, d.action}).Inc()
+		return
+	}
+	shadowCounters.get(shadowLabels{server, d.name.Zone, view, d.action}).Inc()
+}
+
+// viewSynced reports whether the cluster view has synced, and counts it when not.
+func (g *NSGuard) viewSynced(ctx context.Context) bool {
+	if !g.view.synced.Load() {
+		skipCounters.get(serverLabels{metrics.WithServer(ctx), skipNotSynced}).Inc()
+		return false
+	}
+	return true
+}
+
+// allowed reports whether ns is under "allow namespace". ns keeps the client's case.
+func (g *NSGuard) allowed(ns string) bool {
+	if len(g.allowNamespaces) == 0 {
+		return false
+	}
+	var buf [63]byte // a namespace label is at most 63 octets
+	_, ok := g.allowNamespaces[string(clusterdns.AppendLower(buf[:0], ns))]
+	return ok
+}

@@ -1,0 +1,76 @@
+package nsguard
+
+import (
+	"encoding/binary"
+	"runtime"
+	"testing"
+	"time"
+)
+
+// The limiter's memory is bounded whatever the settings: a million distinct clients and
+// questions in one second, with a log_limit that lets every line through, hold no more
+// than maxRemembered keys.
+func TestLogLimiterMemoryBound(t *testing.T) {
+	l := newLogLimiter(time.Hour, 1_000_000)
+	now := time.Unix(1_700_000_000, 0)
+	l.now = func() time.Time { return now }
+	before := liveHeap()
+	key := make([]byte, 0, 275) // as long as a key gets: an IPv6 address and a 255-octet name
+	for i := range 1_000_000 {
+		key = binary.BigEndian.AppendUint64(key[:0], uint64(i))
+		key = append(key, make([]byte, 267)...)
+		if ok, _, _ := l.allow(key); !ok {
+			t.Fatalf("line %d held back under a log_limit of a million", i)
+		}
+	}
+	grew := liveHeap() - before
+	runtime.KeepAlive(l)
+	if len(l.logged) > maxRemembered {
+		t.Errorf("the limiter holds %d keys, more than %d", len(l.logged), maxRemembered)
+	}
+	t.Logf("a million keys of 275 octets: %d held, heap grew by %.1f MB", len(l.logged), float64(grew)/(1<<20))
+	if grew > 8<<20 {
+		t.Errorf("heap grew by %.1f MB, want under 8 MB", float64(grew)/(1<<20))
+	}
+}
+
+// Repeats held back by log_interval are reported on the client's next line, and a line
+// reports what the per-second limit held back since the line before.
+func TestLogLimiterCounts(t *testing.T) {
+	l := newLogLimiter(time.Minute, 2)
+	now := time.Unix(1_700_000_000, 0)
+	l.now = func() time.Time { return now }
+	allow := func(key string) (bool, heldBack) {
+		ok, held, _ := l.allow([]byte(key))
+		return ok, held
+	}
+	tests := []struct {
+		advance time.Duration
+		key     string
+		ok      bool
+		held    heldBack
+	}{
+		{0, "a", true, heldBack{}},
+		{0, "a", false, heldBack{}},
+		{0, "a", false, heldBack{}},
+		{0, "b", true, heldBack{suppressed: 2}},
+		{0, "c", false, heldBack{}}, // over the limit of 2 a second
+		{time.Second, "c", true, heldBack{suppressed: 1}},
+		{time.Minute - time.Second, "a", true, heldBack{repeats: 2}},
+		{0, "a", false, heldBack{}},
+	}
+	for i, tc := range tests {
+		now = now.Add(tc.advance)
+		if ok, held := allow(tc.key); ok != tc.ok || held != tc.held {
+			t.Errorf("step %d (%s): allow = %v, %+v; want %v, %+v", i, tc.key, ok, held, tc.ok, tc.held)
+		}
+	}
+}
+
+func liveHeap() int64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return int64(m.HeapAlloc)
+}
