@@ -89,7 +89,7 @@ func TestDeployManifestsDryRun(t *testing.T) {
 	}
 }
 
-// nsguard's ClusterRole grants list and watch, on exactly the four kinds its view reads.
+// nsguard's ClusterRole grants list and watch, on exactly the three kinds its view reads.
 func TestDeployClusterRoleLeastPrivilege(t *testing.T) {
 	_, out := render(t, filepath.Join(deployDir(t), "kubernetes"))
 	var role *rbacv1.ClusterRole
@@ -127,7 +127,7 @@ func TestDeployClusterRoleLeastPrivilege(t *testing.T) {
 		}
 	}
 	sort.Strings(got)
-	want := []string{"/namespaces", "/pods", "/services", "discovery.k8s.io/endpointslices"}
+	want := []string{"/pods", "/services", "discovery.k8s.io/endpointslices"}
 	if !slices.Equal(got, want) {
 		t.Errorf("nsguard's ClusterRole covers %v, want exactly %v", got, want)
 	}
@@ -199,7 +199,8 @@ func TestDeployDashboardAndRulesMetrics(t *testing.T) {
 
 	// Every metric nsguard has is on the dashboard, and every one queried exists.
 	for _, name := range []string{"coredns_nsguard_namespace_apex_answers_total", "coredns_nsguard_endpoint_shadows_total",
-		"coredns_nsguard_log_lines_suppressed_total", "coredns_nsguard_view_synced", "coredns_nsguard_view_skips_total"} {
+		"coredns_nsguard_log_lines_suppressed_total", "coredns_nsguard_view_synced", "coredns_nsguard_view_skips_total",
+		"coredns_nsguard_view_stale", "coredns_nsguard_view_stale_decisions_total"} {
 		if !have[name] {
 			t.Errorf("%s is not on /metrics", name)
 		}
@@ -212,7 +213,7 @@ func TestDeployDashboardAndRulesMetrics(t *testing.T) {
 			t.Errorf("%s is queried by the dashboard or the rules but is not on nsguard's /metrics", name)
 		}
 	}
-	for _, name := range []string{"coredns_nsguard_namespace_apex_answers_total", "coredns_nsguard_view_synced"} {
+	for _, name := range []string{"coredns_nsguard_namespace_apex_answers_total", "coredns_nsguard_view_synced", "coredns_nsguard_view_stale"} {
 		if !slices.Contains(ruleMetrics, name) {
 			t.Errorf("no alerting rule uses %s", name)
 		}

@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -44,8 +43,6 @@ func scaleSvc(k int) string       { return "svc" + strconv.Itoa(k) }
 func scaleHeadless(k int) bool    { return k%scaleHeadlessEvery == 0 }
 func scalePodIP(p int) string     { return fmt.Sprintf("10.245.%d.%d", p/250, p%250+1) }
 func scaleStsPod(k, r int) string { return scaleSvc(k) + "-" + strconv.Itoa(r) }
-
-var scaleSyncedLine = regexp.MustCompile(`(?m)^coredns_nsguard_view_synced 1$`)
 
 // TestViewSyncAtScale times how long nsguard's view takes to sync from the real API server,
 // from the start of the CoreDNS process to coredns_nsguard_view_synced 1: once with the
@@ -102,7 +99,7 @@ func scaleTimeSync(t *testing.T, ip string) (time.Duration, *pod) {
 	p := startDNS(t, ip, coredns.Config{NSGuard: "nsguard {\n        kubeconfig " + env.cp.Kubeconfig + "\n    }"})
 	answering := time.Since(start)
 	for {
-		if body, err := p.dns.Scrape(); err == nil && scaleSyncedLine.MatchString(body) {
+		if body, err := p.dns.Scrape(); err == nil && coredns.ViewSynced(body) {
 			break
 		}
 		if time.Since(start) > scaleSyncBudget+30*time.Second {

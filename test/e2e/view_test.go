@@ -28,15 +28,8 @@ func withView(lines ...string) string {
 // waitSynced waits for nsguard's view to report synced on /metrics.
 func (p *pod) waitSynced(t *testing.T) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if body, err := p.dns.Scrape(); err == nil && strings.Contains(body, "\ncoredns_nsguard_view_synced 1\n") {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("nsguard's view did not sync within 30s")
-		}
-		time.Sleep(100 * time.Millisecond)
+	if err := p.dns.WaitViewSynced(t.Context()); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -125,7 +118,11 @@ func TestAPIServerRestart(t *testing.T) {
 
 	env.cp.StopAPIServer()
 	time.Sleep(3 * time.Second) // long enough for the watches to fail
-	skipped := skips(t, p, "unreachable")
+	// Cut off, the view keeps naming the client from its last known state, and says so.
+	mark := len(p.nsguardLines())
+	time.Sleep(500 * time.Millisecond)
+	downLines := p.nsguardLines()[mark:]
+	staleUses, staleGauge := metric(t, p, "coredns_nsguard_view_stale_decisions_total"), metric(t, p, "coredns_nsguard_view_stale")
 	if err := env.cp.RestartAPIServer(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -158,25 +155,28 @@ func TestAPIServerRestart(t *testing.T) {
 	if failed.Load() != 0 || asked.Load() < 50 {
 		t.Errorf("%d of %d questions went unanswered during the restart", failed.Load(), asked.Load())
 	}
-	if skipped < 1 {
-		t.Errorf("no enrichment was counted as skipped while the API server was down")
+	if len(downLines) == 0 || !strings.Contains(strings.Join(downLines, "\n"), "pod=new-namespace-1/client") {
+		t.Errorf("while the API server was down, lines did not name the client from the last known view: %q", downLines)
+	}
+	if staleUses < 1 || staleGauge != 1 {
+		t.Errorf("while the API server was down: view_stale_decisions_total %v, view_stale %v; want a count and 1", staleUses, staleGauge)
+	}
+	if got := metric(t, p, "coredns_nsguard_view_stale"); got != 0 {
+		t.Errorf("view_stale is %v after the API server came back, want 0", got)
 	}
 }
 
-var skipLine = regexp.MustCompile(`(?m)^coredns_nsguard_view_skips_total\{reason="(\w+)",[^}]*\} (\S+)$`)
-
-func skips(t *testing.T, p *pod, reason string) float64 {
+// metric sums the samples of one metric on the server's /metrics page.
+func metric(t *testing.T, p *pod, name string) float64 {
 	t.Helper()
 	body, err := p.dns.Scrape()
 	if err != nil {
 		t.Fatal(err)
 	}
 	var total float64
-	for _, m := range skipLine.FindAllStringSubmatch(body, -1) {
-		if m[1] == reason {
-			v, _ := strconv.ParseFloat(m[2], 64)
-			total += v
-		}
+	for _, m := range regexp.MustCompile(`(?m)^`+regexp.QuoteMeta(name)+`(?:\{[^}]*\})? (\S+)$`).FindAllStringSubmatch(body, -1) {
+		v, _ := strconv.ParseFloat(m[1], 64)
+		total += v
 	}
 	return total
 }

@@ -205,26 +205,7 @@ func startServer(ctx context.Context, bin, out, zones, kubeconfig string, c conf
 	if err != nil || c.mode == "" {
 		return s, err
 	}
-	return s, waitViewSynced(ctx, s)
-}
-
-// waitViewSynced waits until nsguard's cluster view has synced, so every round measures it.
-func waitViewSynced(ctx context.Context, s *coredns.Server) error {
-	for range 300 {
-		page, err := s.Scrape()
-		if err != nil {
-			return err
-		}
-		if strings.Contains(page, "\ncoredns_nsguard_view_synced 1\n") {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-	return fmt.Errorf("nsguard's cluster view did not sync in 30s:\n%s", s.Log())
+	return s, s.WaitViewSynced(ctx) // every round measures the view
 }
 
 // checkMix asks every line of the mix once and compares the classes with mixWant, where
