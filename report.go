@@ -81,9 +81,7 @@ func (g *NSGuard) apexFix(d decision) clusterdns.ApexFix {
 	if g.view == nil || !g.view.synced.Load() {
 		return f
 	}
-	services, aliases := g.view.homes(f.Name, func(target string) bool {
-		return clusterdns.Classify(clusterdns.FQDN(target), g.zones).Shape != clusterdns.OutOfZone
-	})
+	services, aliases := g.view.homes(f.Name, func(target string) bool { return clusterdns.LeadsInto(target, g.zones) })
 	if len(services) == 0 {
 		services = aliases // an alias still reaches something
 	}

@@ -2,6 +2,7 @@ package audit
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -38,6 +39,7 @@ const (
 	CheckAliasDangling    = "alias-dangling"
 	CheckAliasLoop        = "alias-loop"
 	CheckReserved         = "reserved-namespace"
+	CheckApexAnswers      = "namespace-apex-answers"
 )
 
 // Object names one Kubernetes object of a finding and where it was read.
@@ -91,6 +93,7 @@ func Audit(c *clusterdns.Cluster, zone string) []Finding {
 	zone = strings.ToLower(strings.TrimSuffix(zone, "."))
 	var out []Finding
 	out = append(out, namespaceCaptures(c, zone)...)
+	out = append(out, apexAnswers(c, zone)...)
 	out = append(out, endpointShadows(c, zone)...)
 	out = append(out, aliases(c, zone)...)
 	out = append(out, reserved(c, zone)...)
@@ -114,8 +117,9 @@ func svcObject(s *clusterdns.Service) Object {
 	return Object{Kind: "Service", Namespace: s.Namespace, Name: s.Name, Source: s.Source}
 }
 
+// answers are what CoreDNS and kube-dns answer to an A question for name.
 func answers(c *clusterdns.Cluster, name, zone string) (*clusterdns.Answer, *clusterdns.Answer) {
-	core, kube := c.CoreDNS(name, zone), c.KubeDNS(name, zone)
+	core, kube := c.CoreDNS(name, clusterdns.TypeA, zone, nil), c.KubeDNS(name, clusterdns.TypeA, zone, nil)
 	return &core, &kube
 }
 
@@ -151,7 +155,7 @@ func namespaceCaptures(c *clusterdns.Cluster, zone string) []Finding {
 		}
 		var exts []string
 		for _, s := range c.ServicesIn(name) {
-			if s.Type == "ExternalName" {
+			if s.IsExternalName() {
 				objs = append(objs, svcObject(s))
 				exts = append(exts, s.Name)
 			}
@@ -161,16 +165,56 @@ func namespaceCaptures(c *clusterdns.Cluster, zone string) []Finding {
 		if len(exts) > 0 {
 			msg += fmt.Sprintf(" (with kube-dns, the ExternalName Services %s)", strings.Join(exts, ", "))
 		}
-		dest := name + "." + targets[0]
-		fix := fmt.Sprintf("clients outside %s: use %s (or %s.svc.%s.), or create in each client namespace an ExternalName Service %s with externalName %s.svc.%s; or rename or delete namespace %s; if namespace %s is meant to answer, add 'allow namespace %s' to nsguard",
-			strings.Join(targets, ", "), dest, dest, zone, name, dest, zone, name, name, name)
-		if len(targets) > 1 {
-			fix = "Service " + name + " exists in several namespaces (" + strings.Join(targets, ", ") + "): " + fix
-		}
+		fix := apexFix(c, name, zone)
+		fixText := fix.String() + "; or rename or delete namespace " + name + "; " + fix.AllowHint() + " to nsguard"
 		out = append(out, Finding{
 			Check: CheckNamespaceCapture, Severity: sev, Message: msg, Objects: objs,
 			Clients: Clients{Scope: "all-except", Namespaces: homes},
-			Name:    qname, CoreDNS: core, KubeDNS: kube, Fix: fix,
+			Name:    qname, CoreDNS: core, KubeDNS: kube, Fix: fixText,
+		})
+	}
+	return out
+}
+
+// apexFix is the fix for clients that type name and get namespace name: use a Service of
+// that name elsewhere, the Services that are not aliases first.
+func apexFix(c *clusterdns.Cluster, name, zone string) clusterdns.ApexFix {
+	services, aliases := c.Homes(name, zone)
+	homes := slices.DeleteFunc(append(services, aliases...), func(ns string) bool { return ns == name })
+	f := clusterdns.ApexFix{Name: name, Known: true, Zone: zone + ".", Homes: homes[:min(len(homes), 3)]}
+	f.More = len(homes) - len(f.Homes)
+	return f
+}
+
+// apexAnswers: with kube-dns, a namespace holding ExternalName Services answers its own
+// name with them, a client anywhere that types it gets their targets. Where no Service has
+// that name, a capture does not follow; it is worth knowing, as the blog's fix makes one.
+func apexAnswers(c *clusterdns.Cluster, zone string) []Finding {
+	var out []Finding
+	for _, ns := range c.Namespaces() {
+		if len(c.ServicesNamed(ns.Name)) > 0 {
+			continue // a capture: namespaceCaptures reports it
+		}
+		qname := ns.Name + ".svc." + zone + "."
+		core, kube := answers(c, qname, zone)
+		if !kube.HasRecords() {
+			continue
+		}
+		objs := []Object{nsObject(ns)}
+		var exts []string
+		for _, s := range c.ServicesIn(ns.Name) {
+			if s.IsExternalName() {
+				objs = append(objs, svcObject(s))
+				exts = append(exts, s.Name)
+			}
+		}
+		out = append(out, Finding{
+			Check: CheckApexAnswers, Severity: Info, Objects: objs, Clients: Clients{Scope: "all"},
+			Message: fmt.Sprintf("with kube-dns, namespace %s answers its own name with its ExternalName Services %s: a client that types %q gets %s",
+				ns.Name, strings.Join(exts, ", "), ns.Name, kube),
+			Name: qname, CoreDNS: core, KubeDNS: kube,
+			Fix: "nothing while no client types " + ns.Name + " as a host; a Service named " + ns.Name +
+				" anywhere would make this a capture. nsguard logs these answers and, in mode refuse, refuses them",
 		})
 	}
 	return out
@@ -206,8 +250,7 @@ func endpointShadows(c *clusterdns.Cluster, zone string) []Finding {
 				Objects: []Object{svcObject(b), {Kind: "Endpoint", Namespace: b.Namespace, Name: b.Name + "/" + a, Source: e.Source}, svcObject(meant)},
 				Clients: Clients{Scope: "only", Namespaces: []string{b.Namespace}},
 				Name:    qname, CoreDNS: core, KubeDNS: kube,
-				Fix: fmt.Sprintf("clients in %s: use %s.%s.svc (or %s.%s.svc.%s.); or rename the endpoint %s or Service %s/%s",
-					b.Namespace, a, b.Name, a, b.Name, zone, a, b.Namespace, b.Name),
+				Fix: clusterdns.ShadowFix{Endpoint: a, Service: b.Name, Namespace: b.Namespace, Zone: zone + "."}.String(),
 			})
 		}
 	}

@@ -2,6 +2,7 @@ package audit
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -36,6 +37,11 @@ func TestAuditFixtures(t *testing.T) {
 		{"incident", []string{"testdata/incident.yaml"}, []string{
 			"namespace-captures-service: Namespace my-app, Service new-namespace-2/my-app, Service my-app/other-app-1, Service my-app/other-app-2",
 		}},
+		// The fix makes new-namespace-1 answer its own name on kube-dns: worth knowing.
+		{"after the blog's fix", []string{"testdata/incident.yaml", "testdata/blog-fix.yaml"}, []string{
+			"namespace-captures-service: Namespace my-app, Service new-namespace-1/my-app, Service new-namespace-2/my-app, Service my-app/other-app-1, Service my-app/other-app-2",
+			"namespace-apex-answers: Namespace new-namespace-1, Service new-namespace-1/my-app",
+		}},
 		{"shadow list", []string{"testdata/shadow-list.yaml"}, []string{
 			"endpoint-shadows-service: Service new-namespace-1/db, Endpoint new-namespace-1/db/primary, Service db/primary",
 			// Namespace db and the headless Service db in new-namespace-1: a real capture too.
@@ -47,11 +53,14 @@ func TestAuditFixtures(t *testing.T) {
 			"alias-through-namespace: Service apps/to-apex, Namespace legacy",
 			"alias-through-namespace: Service apps/via-alias, Service apps/to-apex, Namespace legacy",
 			"alias-dangling: Service apps/dangling",
+			"namespace-apex-answers: Namespace apps, Service apps/dangling, Service apps/ping, Service apps/pong, Service apps/to-apex, Service apps/via-alias",
+			"namespace-apex-answers: Namespace legacy, Service legacy/api-alias, Service legacy/api-alias2, Service legacy/mail",
 		}},
 		{"reserved", []string{"testdata/broad/reserved.json"}, []string{
 			"reserved-namespace: Namespace svc",
 			"namespace-captures-service: Namespace team-a, Service tools/team-a",
 			"reserved-namespace: Namespace com, Service com/google",
+			"namespace-apex-answers: Namespace com, Service com/google",
 		}},
 		{"near misses", []string{"testdata/broad/near-misses.yaml"}, nil},
 	}
@@ -71,6 +80,8 @@ func TestAuditFixtures(t *testing.T) {
 	}
 }
 
+// TestIncidentAnswers: the finding predicts, record by record, what CoreDNS and the real
+// kube-dns answered for the incident.
 func TestIncidentAnswers(t *testing.T) {
 	f := Audit(load(t, "testdata/incident.yaml"), "cluster.local.")[0]
 	if f.Severity != Error || f.Name != "my-app.svc.cluster.local." {
@@ -79,15 +90,29 @@ func TestIncidentAnswers(t *testing.T) {
 	if !f.CoreDNS.NoData() {
 		t.Errorf("CoreDNS answer %v, want NODATA", f.CoreDNS)
 	}
-	want := []string{"CNAME other-app-1.example.net.", "CNAME other-app-2.example.net."}
-	if !slices.Equal(f.KubeDNS.Records, want) {
-		t.Errorf("kube-dns records %v, want %v", f.KubeDNS.Records, want)
+	t1, t2 := "other-app-1.legacy-a.svc.cluster.local.", "other-app-2.legacy-a.svc.cluster.local."
+	want := clusterdns.Answer{Rcode: clusterdns.NoError, CNAMEOneOf: []string{t1, t2}, Shuffled: true,
+		Records: []clusterdns.Record{{Owner: t1, Type: "A", Data: "10.96.0.31"}, {Owner: t2, Type: "A", Data: "10.96.0.32"}}}
+	if !reflect.DeepEqual(*f.KubeDNS, want) {
+		t.Errorf("kube-dns answer %+v, want %+v", *f.KubeDNS, want)
 	}
 	if f.Clients.Scope != "all-except" || !slices.Equal(f.Clients.Namespaces, []string{"new-namespace-2"}) {
 		t.Errorf("clients %+v", f.Clients)
 	}
-	if !strings.Contains(f.Fix, "ExternalName Service my-app with externalName my-app.new-namespace-2.svc.cluster.local") {
+	if !strings.Contains(f.Fix, "create an ExternalName Service my-app in the client's namespace pointing at my-app.new-namespace-2.svc.cluster.local") {
 		t.Errorf("fix %q does not spell out the blog's fix", f.Fix)
+	}
+}
+
+// After the blog's fix the advice names the real Service, not the alias the fix made.
+func TestAdviceAfterBlogFix(t *testing.T) {
+	for _, f := range Audit(load(t, "testdata/incident.yaml", "testdata/blog-fix.yaml"), "cluster.local") {
+		if f.Check == CheckNamespaceCapture && !strings.Contains(f.Fix, "Service my-app exists in new-namespace-2, new-namespace-1; use my-app.new-namespace-2,") {
+			t.Errorf("fix %q, want my-app.new-namespace-2 first", f.Fix)
+		}
+		if f.Check == CheckApexAnswers && (f.Severity != Info || !strings.Contains(f.Message, "10.96.0.20")) {
+			t.Errorf("apex answer %+v", f)
+		}
 	}
 }
 

@@ -1,6 +1,6 @@
 // Package audit finds the names that Kubernetes cluster DNS answers through something
-// other than what a client meant, from manifests or a live cluster. It reads names with
-// nsguard.Classify, the project's one model of cluster DNS names.
+// other than what a client meant, from manifests or a live cluster. It reads names, and
+// what CoreDNS and kube-dns answer, with package clusterdns.
 //
 // Checks (Finding.Check) and their severities:
 //
@@ -18,12 +18,16 @@
 //	reserved-namespace          a namespace named like a DNS schema label (svc, pod: error)
 //	                            or a common top-level domain (com, io, org, ...: warning when
 //	                            it holds a Service, which then answers <svc>.<tld>; else info).
+//	namespace-apex-answers      with kube-dns, a namespace that holds ExternalName Services
+//	                            answers its own name with them (the blog's fix makes one);
+//	                            no Service of that name exists, so nobody is captured yet. info.
 //
-// JSON output (nsguard audit --output json), schema version 1. Fields are never renamed
-// within a version; new fields may be added.
+// JSON output (nsguard audit --output json), schema version 2. Fields are never renamed
+// within a version; new fields may be added. Version 2 gave records their owners and
+// added cnameOneOf, shuffled and additional.
 //
 //	{
-//	  "version": 1,
+//	  "version": 2,
 //	  "zone": "cluster.local",
 //	  "summary": {"error": 1, "warning": 0, "info": 0},
 //	  "findings": [{
@@ -34,12 +38,18 @@
 //	                  "source": "incident.yaml: document 1" | "live"}],
 //	    "clients":  {"scope": "all" | "all-except" | "only", "namespaces": ["new-namespace-2"]},
 //	    "name":     "my-app.svc.cluster.local." (the name that answers wrongly; may be omitted),
-//	    "coredns":  {"rcode": "NOERROR" | "NXDOMAIN" | "UPSTREAM", "records": ["CNAME x."], "note": "..."},
+//	    "coredns":  {"rcode": "NOERROR" | "NXDOMAIN" | "UPSTREAM",
+//	                 "records": ["<owner> <type> <data>", ...] (an A question's answer section),
+//	                 "cnameOneOf": ["<target>", ...] (kube-dns: one CNAME, to one of these, at random),
+//	                 "shuffled": true (the records come in a random order),
+//	                 "note": "..."},
 //	    "kubeDNS":  {same as coredns},
 //	    "fix":      "..."
 //	  }]
 //	}
 //
-// NOERROR without records is NODATA. UPSTREAM is a name outside the cluster zone.
-// nsguard explain --output json prints an Explanation as JSON.
+// NOERROR without records is NODATA. UPSTREAM is a name outside the cluster zone. A datum
+// in angle brackets, such as <cluster IP>, is not known from the objects read.
+// nsguard explain --output json prints an Explanation as JSON, with what each of glibc,
+// musl and Go gets in corednsOutcome.resolvers and kubeDNSOutcome.resolvers.
 package audit

@@ -25,10 +25,29 @@ type Candidate struct {
 // Outcome is where a lookup ends with one cluster DNS. Index is a 0-based candidate
 // index, -1 for none.
 type Outcome struct {
-	Winner   int    `json:"winner"`   // glibc and Go: the first candidate with records, or an upstream one
-	MuslStop int    `json:"muslStop"` // musl: the first NOERROR candidate; it stops there even without records
-	Meant    bool   `json:"meant"`    // the winner is what the name most likely meant
-	Verdict  string `json:"verdict"`
+	Winner    int               `json:"winner"`   // glibc and Go: the first candidate with records, or an upstream one
+	MuslStop  int               `json:"muslStop"` // musl: a NODATA candidate before the winner, where it stops and fails
+	Meant     bool              `json:"meant"`    // the winner is what the name most likely meant
+	Verdict   string            `json:"verdict"`
+	Resolvers []ResolverOutcome `json:"resolvers"` // what each stub resolver gets
+}
+
+// The stub resolvers Explain models.
+const (
+	Glibc = "glibc"
+	Musl  = "musl"
+	Go    = "go"
+)
+
+// ResolverOutcome is what one stub resolver's lookup gets.
+type ResolverOutcome struct {
+	Resolver  string   `json:"resolver"`            // glibc, musl or go
+	Candidate int      `json:"candidate"`           // where its search ends; -1 when it runs out
+	Addresses []string `json:"addresses,omitempty"` // what it returns, or one of them with OneOf
+	OneOf     bool     `json:"oneOf,omitempty"`     // it returns one of Addresses, as the answer's CNAME is picked at random
+	MayFail   bool     `json:"mayFail,omitempty"`   // glibc fails when a target's address comes before the CNAME, which a shuffled answer does at random
+	Fails     bool     `json:"fails,omitempty"`     // the lookup fails
+	Meant     bool     `json:"meant"`               // it reaches what the name most likely meant
 }
 
 // Explanation is what Explain found.
@@ -68,7 +87,7 @@ func Explain(c *clusterdns.Cluster, name, from string, o ExplainOptions) Explana
 	for _, cand := range Candidates(name, search, ndots) {
 		e.Candidates = append(e.Candidates, Candidate{
 			Name: cand, ReadAs: readAs(cand, zone),
-			CoreDNS: c.CoreDNS(cand, zone), KubeDNS: c.KubeDNS(cand, zone),
+			CoreDNS: c.CoreDNS(cand, clusterdns.TypeA, zone, nil), KubeDNS: c.KubeDNS(cand, clusterdns.TypeA, zone, nil),
 		})
 	}
 	e.Meant, e.MeantName = meant(c, name, from, zone)
@@ -136,9 +155,9 @@ func meant(c *clusterdns.Cluster, name, from, zone string) (string, string) {
 		if c.Service(from, name) != nil {
 			return svc(from, name)
 		}
-		var homes []string
-		for _, s := range c.ServicesNamed(name) {
-			homes = append(homes, s.Namespace)
+		homes, aliases := c.Homes(name, zone)
+		if len(homes) == 0 {
+			homes = aliases // an alias still reaches something
 		}
 		switch len(homes) {
 		case 0:
@@ -162,13 +181,16 @@ func meant(c *clusterdns.Cluster, name, from, zone string) (string, string) {
 func outcome(e Explanation, answer func(Candidate) clusterdns.Answer) Outcome {
 	o := Outcome{Winner: -1, MuslStop: -1}
 	for i, cand := range e.Candidates {
-		a := answer(cand)
-		if o.MuslStop < 0 && (a.Rcode == clusterdns.NoError || a.Rcode == clusterdns.Upstream) {
-			o.MuslStop = i
-		}
-		if a.HasRecords() || a.Rcode == clusterdns.Upstream {
+		if a := answer(cand); a.HasRecords() || a.Rcode == clusterdns.Upstream {
 			o.Winner = i
 			break
+		}
+	}
+	for _, r := range []string{Glibc, Musl, Go} {
+		ro := lookup(r, e, answer)
+		o.Resolvers = append(o.Resolvers, ro)
+		if r == Musl && ro.Fails && ro.Candidate >= 0 && ro.Candidate < o.Winner {
+			o.MuslStop = ro.Candidate
 		}
 	}
 	outside := e.MeantName == "" && strings.HasPrefix(e.Meant, "host ")
@@ -181,6 +203,10 @@ func outcome(e Explanation, answer func(Candidate) clusterdns.Answer) Outcome {
 	case outside && answer(e.Candidates[o.Winner]).Rcode == clusterdns.Upstream:
 		o.Meant = true
 	}
+	for i := range o.Resolvers {
+		ro := &o.Resolvers[i]
+		ro.Meant = o.Meant && ro.Candidate == o.Winner && !ro.Fails
+	}
 	w := e.Candidates[o.Winner]
 	if answer(w).Rcode == clusterdns.Upstream {
 		o.Verdict = fmt.Sprintf("candidate %d (%s) goes upstream", o.Winner+1, w.Name)
@@ -192,8 +218,69 @@ func outcome(e Explanation, answer func(Candidate) clusterdns.Answer) Outcome {
 	} else {
 		o.Verdict += ": NOT what " + e.Name + " most likely meant (" + e.Meant + ")"
 	}
-	if o.MuslStop >= 0 && o.MuslStop < o.Winner {
+	if o.MuslStop >= 0 {
 		o.Verdict += fmt.Sprintf("; musl stops at candidate %d (NODATA) and fails", o.MuslStop+1)
 	}
+	if g := o.Resolvers[0]; g.MayFail {
+		o.Verdict += "; glibc gets " + strings.Join(g.Addresses, " or ") + ", or fails when that address comes before the CNAME"
+	}
 	return o
+}
+
+// lookup walks the candidates as resolver does, for an A question:
+//   - NXDOMAIN: every resolver goes on to the next candidate;
+//   - NODATA: glibc and Go go on, musl stops and the lookup fails;
+//   - records: musl and Go take every address in the answer; glibc follows the CNAME and
+//     keeps only the addresses of its target, and fails, without going on, when they come
+//     before the CNAME;
+//   - a name that goes upstream ends the search with what the upstream says.
+func lookup(resolver string, e Explanation, answer func(Candidate) clusterdns.Answer) ResolverOutcome {
+	for i, cand := range e.Candidates {
+		a := answer(cand)
+		switch {
+		case a.Rcode == clusterdns.Upstream:
+			return ResolverOutcome{Resolver: resolver, Candidate: i}
+		case a.NoData() && resolver == Musl:
+			return ResolverOutcome{Resolver: resolver, Candidate: i, Fails: true}
+		case !a.HasRecords():
+			continue
+		case resolver != Glibc:
+			return ResolverOutcome{Resolver: resolver, Candidate: i, Addresses: a.Addresses(), Fails: len(a.Addresses()) == 0}
+		}
+		o := ResolverOutcome{Resolver: resolver, Candidate: i}
+		targets := a.CNAMEOneOf
+		if len(targets) == 0 {
+			targets = []string{cnameTarget(cand.Name, a.Records)}
+		}
+		cname := len(a.CNAMEOneOf) > 0 || targets[0] != cand.Name
+		for _, t := range targets {
+			for _, r := range a.Records {
+				if r.Owner == t && (r.Type == clusterdns.TypeA || r.Type == clusterdns.TypeAAAA) {
+					o.Addresses = append(o.Addresses, r.Data)
+				}
+			}
+		}
+		o.OneOf = len(a.CNAMEOneOf) > 1 && len(o.Addresses) > 1
+		o.MayFail = a.Shuffled && cname
+		o.Fails = len(o.Addresses) == 0
+		return o
+	}
+	return ResolverOutcome{Resolver: resolver, Candidate: -1, Fails: true}
+}
+
+// cnameTarget follows the CNAME records from name to the end of the chain.
+func cnameTarget(name string, records []clusterdns.Record) string {
+	for range records {
+		next := ""
+		for _, r := range records {
+			if r.Type == clusterdns.TypeCNAME && r.Owner == name {
+				next = r.Data
+			}
+		}
+		if next == "" {
+			break
+		}
+		name = next
+	}
+	return name
 }

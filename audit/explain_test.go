@@ -1,7 +1,9 @@
 package audit
 
 import (
+	"reflect"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -30,19 +32,19 @@ func TestExplain(t *testing.T) {
 		core, kube   int // winner index
 		coreMeant    bool
 		kubeMeant    bool
-		muslStop     int
+		muslStop     int // musl stops at a NODATA before the winner; -1 when it does not
 		wantMeantFor string
 	}{
 		// The incident: CoreDNS NODATA at 2 (musl stops), glibc goes upstream; kube-dns answers 2.
 		{"my-app", "new-namespace-1", 3, 1, false, false, 1, ""},
 		// From the Service's own namespace it is fine.
-		{"my-app", "new-namespace-2", 0, 0, true, true, 0, "my-app.new-namespace-2.svc.cluster.local."},
+		{"my-app", "new-namespace-2", 0, 0, true, true, -1, "my-app.new-namespace-2.svc.cluster.local."},
 		// The qualified name reaches the Service.
-		{"my-app.new-namespace-2", "new-namespace-1", 1, 1, true, true, 1, "my-app.new-namespace-2.svc.cluster.local."},
+		{"my-app.new-namespace-2", "new-namespace-1", 1, 1, true, true, -1, "my-app.new-namespace-2.svc.cluster.local."},
 		// The endpoint shadow: CoreDNS and kube-dns (headless) answer the endpoint first.
-		{"primary.db", "new-namespace-1", 0, 0, false, false, 0, "primary.db.svc.cluster.local."},
+		{"primary.db", "new-namespace-1", 0, 0, false, false, -1, "primary.db.svc.cluster.local."},
 		// A StatefulSet pod from its own namespace is meant.
-		{"web-0.nginx", "web", 0, 0, true, true, 0, "web-0.nginx.web.svc.cluster.local."},
+		{"web-0.nginx", "web", 0, 0, true, true, -1, "web-0.nginx.web.svc.cluster.local."},
 	}
 	for _, tt := range tests {
 		e := Explain(c, tt.name, tt.from, ExplainOptions{})
@@ -57,7 +59,7 @@ func TestExplainIncidentAnswers(t *testing.T) {
 	e := Explain(load(t, "testdata/incident.yaml"), "my-app", "new-namespace-1", ExplainOptions{})
 	want := []struct{ core, kube string }{
 		{"NXDOMAIN", "NXDOMAIN"},
-		{"NODATA", "CNAME other-app-1.example.net., CNAME other-app-2.example.net."},
+		{"NODATA", "one CNAME to other-app-1.legacy-a.svc.cluster.local. or other-app-2.legacy-a.svc.cluster.local., A 10.96.0.31, A 10.96.0.32, in random order"},
 		{"NXDOMAIN", "NXDOMAIN"},
 		{"upstream", "upstream"},
 	}
@@ -68,6 +70,41 @@ func TestExplainIncidentAnswers(t *testing.T) {
 		c := e.Candidates[i]
 		if c.CoreDNS.String() != w.core || c.KubeDNS.String() != w.kube {
 			t.Errorf("%s: coredns %s kube-dns %s, want %s / %s", c.Name, c.CoreDNS, c.KubeDNS, w.core, w.kube)
+		}
+	}
+}
+
+// TestExplainResolvers predicts what each stub resolver got from the incident, as observed:
+// on CoreDNS musl stops at the namespace's NODATA, glibc and Go go on upstream; on kube-dns
+// musl and Go get both wrong addresses, and glibc one of them or a failure.
+func TestExplainResolvers(t *testing.T) {
+	e := Explain(load(t, "testdata/incident.yaml"), "my-app", "new-namespace-1", ExplainOptions{})
+	core := []ResolverOutcome{
+		{Resolver: Glibc, Candidate: 3},
+		{Resolver: Musl, Candidate: 1, Fails: true},
+		{Resolver: Go, Candidate: 3},
+	}
+	kube := []ResolverOutcome{
+		{Resolver: Glibc, Candidate: 1, Addresses: []string{"10.96.0.31", "10.96.0.32"}, OneOf: true, MayFail: true},
+		{Resolver: Musl, Candidate: 1, Addresses: []string{"10.96.0.31", "10.96.0.32"}},
+		{Resolver: Go, Candidate: 1, Addresses: []string{"10.96.0.31", "10.96.0.32"}},
+	}
+	if !reflect.DeepEqual(e.CoreDNS.Resolvers, core) {
+		t.Errorf("CoreDNS: %+v\nwant %+v", e.CoreDNS.Resolvers, core)
+	}
+	if !reflect.DeepEqual(e.KubeDNS.Resolvers, kube) || e.KubeDNS.MuslStop != -1 {
+		t.Errorf("kube-dns: %+v, musl stop %d\nwant %+v, -1", e.KubeDNS.Resolvers, e.KubeDNS.MuslStop, kube)
+	}
+	if want := "glibc gets 10.96.0.31 or 10.96.0.32, or fails when that address comes before the CNAME"; !strings.Contains(e.KubeDNS.Verdict, want) {
+		t.Errorf("kube-dns verdict %q lacks %q", e.KubeDNS.Verdict, want)
+	}
+	// After the blog's fix every resolver reaches the Service, through the alias.
+	e = Explain(load(t, "testdata/incident.yaml", "testdata/blog-fix.yaml"), "my-app", "new-namespace-1", ExplainOptions{})
+	for _, o := range [][]ResolverOutcome{e.CoreDNS.Resolvers, e.KubeDNS.Resolvers} {
+		for _, r := range o {
+			if r.Candidate != 0 || !slices.Equal(r.Addresses, []string{"10.96.0.20"}) || !r.Meant || r.Fails || r.MayFail {
+				t.Errorf("after the fix: %+v", r)
+			}
 		}
 	}
 }

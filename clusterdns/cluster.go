@@ -42,6 +42,12 @@ type Port struct {
 // IsExternalName reports an alias: a Service that cluster DNS answers with a CNAME.
 func (s *Service) IsExternalName() bool { return s.Type == "ExternalName" }
 
+// LeadsInto reports whether an ExternalName target is a name in one of zones: the Service
+// is then an alias of another in the cluster, which advice names in its place.
+func LeadsInto(externalName string, zones []string) bool {
+	return externalName != "" && MatchZone(FQDN(externalName), zones) != ""
+}
+
 // Endpoint is one named endpoint of a Service.
 type Endpoint struct {
 	Name   string
@@ -147,6 +153,19 @@ func (c *Cluster) ServicesNamed(name string) []*Service {
 	list := slices.Clone(c.byName[strings.ToLower(name)])
 	slices.SortFunc(list, func(a, b *Service) int { return strings.Compare(a.Namespace, b.Namespace) })
 	return list
+}
+
+// Homes returns the namespaces that hold a Service called name: first those whose Service
+// is not an alias into zone, then the aliases.
+func (c *Cluster) Homes(name, zone string) (services, aliases []string) {
+	for _, s := range c.ServicesNamed(name) {
+		if s.IsExternalName() && LeadsInto(s.ExternalName, []string{FQDN(zone)}) {
+			aliases = append(aliases, s.Namespace)
+		} else {
+			services = append(services, s.Namespace)
+		}
+	}
+	return services, aliases
 }
 
 // ServicesIn returns the Services of namespace ns, sorted by name.

@@ -84,7 +84,7 @@ func writeJSON(w io.Writer, findings []audit.Finding, zone string) error {
 		Zone     string          `json:"zone"`
 		Summary  map[string]int  `json:"summary"`
 		Findings []audit.Finding `json:"findings"`
-	}{1, zone, summary(findings), findings})
+	}{2, zone, summary(findings), findings})
 }
 
 func writeTable(w io.Writer, findings []audit.Finding, zone string) error {

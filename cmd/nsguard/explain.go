@@ -97,8 +97,38 @@ func writeExplanation(w io.Writer, e audit.Explanation) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "\ncoredns:  %s\nkube-dns: %s\n", e.CoreDNS.Verdict, e.KubeDNS.Verdict)
-	return err
+	if _, err := fmt.Fprintf(w, "\ncoredns:  %s\nkube-dns: %s\n\n", e.CoreDNS.Verdict, e.KubeDNS.Verdict); err != nil {
+		return err
+	}
+	fmt.Fprintln(tw, "RESOLVER\tWITH COREDNS\tWITH KUBE-DNS")
+	for i, core := range e.CoreDNS.Resolvers {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", core.Resolver, gets(core), gets(e.KubeDNS.Resolvers[i]))
+	}
+	return tw.Flush()
+}
+
+// gets says what a resolver's lookup gets, and where its search ends.
+func gets(r audit.ResolverOutcome) string {
+	var s string
+	switch {
+	case r.Candidate < 0:
+		return "fails: no candidate answers"
+	case r.Fails:
+		s = "fails"
+	case len(r.Addresses) == 0:
+		s = "the upstream's answer"
+	case r.OneOf:
+		s = strings.Join(r.Addresses, " or ")
+	default:
+		s = strings.Join(r.Addresses, " ")
+	}
+	if r.MayFail {
+		s += ", or fails"
+	}
+	if !r.Fails && !r.Meant {
+		s += " (wrong)"
+	}
+	return fmt.Sprintf("candidate %d: %s", r.Candidate+1, s)
 }
 
 func mark(i int, o audit.Outcome) string {
