@@ -59,8 +59,12 @@ func clusterZones(k8s plugin.Handler, keys []string) ([]string, error) {
 		}
 	}
 	if len(zones) == 0 {
+		block := make([]string, len(keys))
+		for i, k := range keys {
+			block[i] = strings.TrimPrefix(k, "dns://")
+		}
 		return nil, fmt.Errorf("no cluster zone to guard in server block %q: it has no kubernetes plugin and "+
-			"serves no forward zone but the root; name the cluster zone, as in \"nsguard cluster.local\"", strings.Join(keys, " "))
+			"serves no forward zone but the root; name the cluster zone, as in \"nsguard cluster.local\"", strings.Join(block, " "))
 	}
 	return zones, nil
 }

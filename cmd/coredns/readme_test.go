@@ -27,19 +27,25 @@ func TestReadme(t *testing.T) {
 		t.Run(strconv.Itoa(i+1), func(t *testing.T) {
 			t.Parallel()
 			conf := filepath.Join(t.TempDir(), "Corefile")
-			if err := os.WriteFile(conf, []byte(withoutCluster(corefile)), 0o644); err != nil {
+			_, port, _ := net.SplitHostPort(freePort(t))
+			if err := os.WriteFile(conf, []byte(onFreePorts(withoutCluster(corefile), port)), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			_, port, _ := net.SplitHostPort(freePort(t))
-			if err := startCoreDNS(t, "-conf", conf, "-dns.port", port); err != nil {
-				t.Errorf("example %d does not start: %v\n%s", i+1, err, corefile)
+			out, err := startCoreDNS(t, "-conf", conf, "-dns.port", port)
+			if err != nil {
+				t.Fatalf("example %d does not start: %v\n%s", i+1, err, corefile)
+			}
+			// Every example guards the cluster zone, given or found in its block.
+			if !strings.Contains(out, "[INFO] plugin/nsguard: guarding cluster.local. in mode") {
+				t.Errorf("example %d does not say it guards cluster.local.:\n%s", i+1, out)
 			}
 		})
 	}
 }
 
-// startCoreDNS runs this test binary as CoreDNS (see TestMain) until it reports that it serves.
-func startCoreDNS(t *testing.T, args ...string) error {
+// startCoreDNS runs this test binary as CoreDNS (see TestMain) until it reports that it
+// serves, and returns what it printed until then.
+func startCoreDNS(t *testing.T, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, os.Args[0], args...)
@@ -48,21 +54,23 @@ func startCoreDNS(t *testing.T, args ...string) error {
 	cmd.Stderr = &stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		return err
+		return "", err
 	}
 	if err := cmd.Start(); err != nil {
-		return err
+		return "", err
 	}
 	defer func() {
 		cmd.Process.Kill()
 		cmd.Wait()
 	}()
+	var out strings.Builder
 	for s := bufio.NewScanner(stdout); s.Scan(); {
+		out.WriteString(s.Text() + "\n")
 		if strings.HasPrefix(s.Text(), "CoreDNS-") {
-			return nil // printed once every server is up
+			return out.String(), nil // printed once every server is up
 		}
 	}
-	return fmt.Errorf("exited before serving: %s", stderr.String())
+	return out.String(), fmt.Errorf("exited before serving: %s", stderr.String())
 }
 
 // corefiles returns the blocks fenced with "~~~ corefile", as CoreDNS's own README test reads them.
@@ -88,6 +96,19 @@ func corefiles(t *testing.T, readme string) []string {
 		}
 	}
 	return out
+}
+
+var (
+	port53    = regexp.MustCompile(`(?m)^(\S+):53 \{$`)
+	listeners = regexp.MustCompile(`(?m)^(\s*)(prometheus|health|ready)( :\d+)?( \{)?$`)
+)
+
+// onFreePorts moves what the examples bind on fixed ports (a ".:53" block, prometheus on
+// :9153, health and ready) to ports of the test's own: the examples run side by side, and
+// beside the end-to-end suite, which binds port 53.
+func onFreePorts(corefile, port string) string {
+	corefile = port53.ReplaceAllString(corefile, "$1:"+port+" {")
+	return listeners.ReplaceAllString(corefile, "$1$2 127.0.0.1:0$4")
 }
 
 var clusterPlugin = regexp.MustCompile(`^(\s*)(kubernetes|nsguard)\b[^{]*?( \{)?$`)
@@ -122,6 +143,14 @@ func withoutCluster(corefile string) string {
 	return strings.Join(out, "\n")
 }
 
+func TestOnFreePorts(t *testing.T) {
+	in := ".:53 {\n    health {\n       lameduck 5s\n    }\n    ready\n    prometheus :9153\n    forward . /etc/resolv.conf\n}\n"
+	want := ".:1053 {\n    health 127.0.0.1:0 {\n       lameduck 5s\n    }\n    ready 127.0.0.1:0\n    prometheus 127.0.0.1:0\n    forward . /etc/resolv.conf\n}\n"
+	if got := onFreePorts(in, "1053"); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
+
 func TestWithoutCluster(t *testing.T) {
 	tests := []struct{ in, want string }{
 		{"    kubernetes cluster.local\n", "    kubernetes cluster.local {\n        endpoint http://127.0.0.1:1\n    }\n"},
@@ -134,5 +163,20 @@ func TestWithoutCluster(t *testing.T) {
 		if got := withoutCluster(tc.in); got != tc.want {
 			t.Errorf("withoutCluster(%q) = %q, want %q", tc.in, got, tc.want)
 		}
+	}
+}
+
+// A bare nsguard in a block that serves the root without a kubernetes plugin has no
+// cluster zone to guard: CoreDNS must not start, and must say what to write.
+func TestNoClusterZone(t *testing.T) {
+	_, port, _ := net.SplitHostPort(freePort(t))
+	conf := filepath.Join(t.TempDir(), "Corefile")
+	if err := os.WriteFile(conf, []byte(".:"+port+" {\n    nsguard\n    forward . 127.0.0.1:1\n}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := startCoreDNS(t, "-conf", conf)
+	if err == nil || !strings.Contains(err.Error(), `plugin/nsguard: no cluster zone to guard in server block ".:`+port+`"`) ||
+		!strings.Contains(err.Error(), `name the cluster zone, as in "nsguard cluster.local"`) {
+		t.Errorf("got %v, want a start-up error that says what to write", err)
 	}
 }
