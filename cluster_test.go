@@ -104,7 +104,7 @@ func TestClusterAware(t *testing.T) {
 			g := New(cfg)
 			g.view = v
 			g.Next = upstreams[tc.upstream]()
-			shadows := testutil.ToFloat64(endpointShadows.WithLabelValues("", "cluster.local.", "", tc.shadows))
+			shadows := testutil.ToFloat64(endpointShadows.WithLabelValues("", "cluster.local.", "", tc.shadows, "new-namespace-1"))
 			skips := testutil.ToFloat64(viewSkips.WithLabelValues("", tc.skip))
 			stale := testutil.ToFloat64(viewStaleDecisions.WithLabelValues(""))
 
@@ -123,7 +123,7 @@ func TestClusterAware(t *testing.T) {
 				}
 			}
 			if tc.shadows != "" {
-				if got := testutil.ToFloat64(endpointShadows.WithLabelValues("", "cluster.local.", "", tc.shadows)) - shadows; got != 1 {
+				if got := testutil.ToFloat64(endpointShadows.WithLabelValues("", "cluster.local.", "", tc.shadows, "new-namespace-1")) - shadows; got != 1 {
 					t.Errorf("endpoint_shadows_total{action=%q} rose by %v, want 1", tc.shadows, got)
 				}
 			}

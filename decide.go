@@ -3,6 +3,7 @@ package nsguard
 import (
 	"context"
 	"net/netip"
+	"strings"
 
 	"github.com/coredns/coredns/plugin"
 	"github.com/coredns/coredns/plugin/metrics"
@@ -50,6 +51,9 @@ func (g *NSGuard) answer(ctx context.Context, w dns.ResponseWriter, r, res *dns.
 	}
 	if d.action != actionAllowed {
 		g.report(server, r, res, d)
+		if g.events != nil && d.pod != "" {
+			g.events.offer(server, r, d)
+		}
 	}
 	return rcode, err
 }
@@ -97,11 +101,13 @@ func (g *NSGuard) decide(ctx context.Context, w dns.ResponseWriter, r, res *dns.
 
 // count adds the decision to its counter.
 func (d decision) count(server, view string) {
+	ns, _, _ := strings.Cut(d.pod, "/")
+	clientNS := clientNamespaces.value(server, ns)
 	if d.kind == apexKind {
-		apexCounters.get(apexLabels{server, d.name.Zone, view, d.answer, d.action}).Inc()
+		apexCounters.get(apexLabels{server, d.name.Zone, view, d.answer, d.action, clientNS}).Inc()
 		return
 	}
-	shadowCounters.get(shadowLabels{server, d.name.Zone, view, d.action}).Inc()
+	shadowCounters.get(shadowLabels{server, d.name.Zone, view, d.action, clientNS}).Inc()
 }
 
 // viewSynced reports whether the cluster view has synced, and counts it when not.

@@ -29,6 +29,7 @@ type NSGuard struct {
 
 	view    *view    // nil without a cluster view
 	watcher *watcher // keeps view up to date
+	events  *eventer // nil unless Events are on
 }
 
 // New returns an NSGuard for cfg, without a cluster view.

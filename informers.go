@@ -23,6 +23,7 @@ type watcher struct {
 	client  kubernetes.Interface
 	view    *view
 	clients bool // watch Pods, to name the client of a query
+	uids    bool // keep Pods' UIDs, for Events
 
 	cancel  context.CancelFunc
 	factory informers.SharedInformerFactory
@@ -40,7 +41,11 @@ func (w *watcher) start() error {
 		viewStale.WithLabelValues(s).Set(0)
 		viewStaleDecisions.WithLabelValues(s) // at 0 from the start, so that rates and alerts see it
 	}
-	w.factory = informers.NewSharedInformerFactoryWithOptions(w.client, 0, informers.WithTransform(toSmall))
+	transform := toSmall
+	if w.uids {
+		transform = toSmallWithUIDs
+	}
+	w.factory = informers.NewSharedInformerFactoryWithOptions(w.client, 0, informers.WithTransform(transform))
 
 	// The informers are built without the namespace index the factory would add: the view
 	// keeps its own indexes, and that one costs about 5 MB at 70,000 objects.

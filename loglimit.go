@@ -21,7 +21,7 @@ type logLimiter struct {
 	logged     map[string]*seen // key → when it was last logged
 	second     int64            // the Unix second lines are being counted in
 	lines      int              // lines logged in that second
-	suppressed uint64           // lines held back since the last line logged
+	suppressed uint64           // lines of new keys held back since the last line logged
 }
 
 // seen is a key's last line, and the repeats held back since.
@@ -30,9 +30,10 @@ type seen struct {
 	repeats uint64
 }
 
-// heldBack is what a line reports of the lines held back before it.
+// heldBack is what a line reports of the lines held back before it. Each held-back line is
+// in one of the two: a client and question logged before keeps its own count.
 type heldBack struct {
-	suppressed uint64 // by anyone, since the line before
+	suppressed uint64 // of clients and questions not logged before, since the line before
 	repeats    uint64 // of the same client and question, since its own last line
 }
 
@@ -52,12 +53,15 @@ func (l *logLimiter) allow(key []byte) (ok bool, held heldBack, reason string) {
 		l.forget(now)
 	}
 	last, known := l.logged[string(key)]
-	if known && now.Sub(last.at) < l.interval {
+	switch {
+	case known && now.Sub(last.at) < l.interval:
 		last.repeats++
-		l.suppressed++
 		return false, heldBack{}, reasonRepeat
-	}
-	if l.lines >= l.limit {
+	case l.lines < l.limit:
+	case known:
+		last.repeats++
+		return false, heldBack{}, reasonLimit
+	default:
 		l.suppressed++
 		return false, heldBack{}, reasonLimit
 	}

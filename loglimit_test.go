@@ -53,11 +53,18 @@ func TestLogLimiterCounts(t *testing.T) {
 		{0, "a", true, heldBack{}},
 		{0, "a", false, heldBack{}},
 		{0, "a", false, heldBack{}},
-		{0, "b", true, heldBack{suppressed: 2}},
-		{0, "c", false, heldBack{}}, // over the limit of 2 a second
+		{0, "b", true, heldBack{}},  // a's repeats wait for a's next line
+		{0, "c", false, heldBack{}}, // over the limit of 2 a second, and new: suppressed
 		{time.Second, "c", true, heldBack{suppressed: 1}},
+		{0, "d", true, heldBack{}},
 		{time.Minute - time.Second, "a", true, heldBack{repeats: 2}},
 		{0, "a", false, heldBack{}},
+		{0, "b", true, heldBack{}},
+		{time.Second, "a", false, heldBack{}}, // a repeat: a is remembered past its interval
+		{time.Minute, "c", true, heldBack{}},
+		{0, "d", true, heldBack{}},
+		{0, "a", false, heldBack{}}, // over the limit, but a was logged before: one more repeat
+		{time.Second, "a", true, heldBack{repeats: 3}},
 	}
 	for i, tc := range tests {
 		now = now.Add(tc.advance)

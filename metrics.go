@@ -18,8 +18,8 @@ var (
 		Namespace: plugin.Namespace,
 		Subsystem: pluginName,
 		Name:      "namespace_apex_answers_total",
-		Help:      "Counter of NOERROR answers to namespace apex names (<namespace>.svc.<zone>), by answer kind (records or nodata) and action (logged, refused or allowed).",
-	}, []string{"server", "zone", "view", "answer", "action"})
+		Help:      "Counter of NOERROR answers to namespace apex names (<namespace>.svc.<zone>), by answer kind (records or nodata), action (logged, refused or allowed) and the namespace of the client Pod.",
+	}, []string{"server", "zone", "view", "answer", "action", "client_namespace"})
 
 	// logLinesSuppressed counts log lines held back by the log limits.
 	logLinesSuppressed = promauto.NewCounterVec(prometheus.CounterOpts{
@@ -34,8 +34,8 @@ var (
 		Namespace: plugin.Namespace,
 		Subsystem: pluginName,
 		Name:      "endpoint_shadows_total",
-		Help:      "Counter of answers to <endpoint>.<service>.<namespace>.svc.<zone> names whose first two labels also name a Service in another namespace, by action (logged, refused or allowed).",
-	}, []string{"server", "zone", "view", "action"})
+		Help:      "Counter of answers to <endpoint>.<service>.<namespace>.svc.<zone> names whose first two labels also name a Service in another namespace, by action (logged, refused or allowed) and the namespace of the client Pod.",
+	}, []string{"server", "zone", "view", "action", "client_namespace"})
 
 	// viewSkips counts the times the cluster view could not be used on the query path.
 	viewSkips = promauto.NewCounterVec(prometheus.CounterOpts{
@@ -52,6 +52,14 @@ var (
 		Name:      "view_stale_decisions_total",
 		Help:      "Counter of held answers decided with the cluster view's last known state, while it was cut off from the API server.",
 	}, []string{"server"})
+
+	// eventsDropped counts Kubernetes Events nsguard did not send.
+	eventsDropped = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: pluginName,
+		Name:      "events_dropped_total",
+		Help:      "Counter of Kubernetes Events not sent, by reason: queue_full (the queue to the API server was full), unreachable (the API server was out of reach) or pod_gone (the client Pod was deleted).",
+	}, []string{"server", "reason"})
 
 	// viewSynced is 1 once the cluster view has synced.
 	viewSynced = promauto.NewGaugeVec(prometheus.GaugeOpts{
@@ -83,6 +91,13 @@ const (
 	reasonLimit  = "limit"
 
 	skipNotSynced = "not_synced"
+
+	dropQueueFull   = "queue_full"
+	dropUnreachable = "unreachable"
+	dropPodGone     = "pod_gone"
+
+	clientUnknown = "unknown" // no view, or an address no single live Pod holds
+	clientOther   = "other"   // past maxClientNamespaces
 )
 
 // counterCache keeps the counters of a vector by their label values, so the query path
@@ -118,27 +133,30 @@ func (c *counterCache[K]) get(k K) prometheus.Counter {
 	return ctr
 }
 
-type apexLabels struct{ server, zone, view, answer, action string }
+type apexLabels struct{ server, zone, view, answer, action, clientNS string }
 
 type serverLabels struct{ server, reason string }
 
-type shadowLabels struct{ server, zone, view, action string }
+type shadowLabels struct{ server, zone, view, action, clientNS string }
 
 var (
 	apexCounters = &counterCache[apexLabels]{create: func(l apexLabels) prometheus.Counter {
-		return namespaceApexAnswers.WithLabelValues(l.server, l.zone, l.view, l.answer, l.action)
+		return namespaceApexAnswers.WithLabelValues(l.server, l.zone, l.view, l.answer, l.action, l.clientNS)
 	}}
 	suppressedCounters = &counterCache[serverLabels]{create: func(l serverLabels) prometheus.Counter {
 		return logLinesSuppressed.WithLabelValues(l.server, l.reason)
 	}}
 	shadowCounters = &counterCache[shadowLabels]{create: func(l shadowLabels) prometheus.Counter {
-		return endpointShadows.WithLabelValues(l.server, l.zone, l.view, l.action)
+		return endpointShadows.WithLabelValues(l.server, l.zone, l.view, l.action, l.clientNS)
 	}}
 	skipCounters = &counterCache[serverLabels]{create: func(l serverLabels) prometheus.Counter {
 		return viewSkips.WithLabelValues(l.server, l.reason)
 	}}
 	staleCounters = &counterCache[string]{create: func(server string) prometheus.Counter {
 		return viewStaleDecisions.WithLabelValues(server)
+	}}
+	eventDrops = &counterCache[serverLabels]{create: func(l serverLabels) prometheus.Counter {
+		return eventsDropped.WithLabelValues(l.server, l.reason)
 	}}
 )
 
@@ -167,4 +185,55 @@ func releaseGauges(v *view) {
 			viewStale.DeleteLabelValues(s)
 		}
 	}
+}
+
+// maxClientNamespaces bounds the client_namespace label: the first this many namespaces a
+// server sees get their own series, later ones share "other". Namespaces are made by the
+// cluster's admins, not chosen by clients, and only offenders make series; still, a cluster
+// of thousands of namespaces must not make thousands of series.
+const maxClientNamespaces = 100
+
+// clientNamespaces is the set of client_namespace values each server has given out.
+var clientNamespaces = &namespaceLabels{}
+
+type namespaceLabels struct {
+	mu   sync.Mutex
+	seen atomic.Pointer[map[nsLabel]struct{}] // copied on write; read without a lock
+	per  map[string]int                       // server → namespaces seen
+}
+
+type nsLabel struct{ server, ns string }
+
+// value is the client_namespace label of a client Pod's namespace ns ("" when unknown).
+func (n *namespaceLabels) value(server, ns string) string {
+	if ns == "" {
+		return clientUnknown
+	}
+	if m := n.seen.Load(); m != nil {
+		if _, ok := (*m)[nsLabel{server, ns}]; ok {
+			return ns
+		}
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	old := n.seen.Load()
+	if old != nil {
+		if _, ok := (*old)[nsLabel{server, ns}]; ok {
+			return ns
+		}
+	}
+	if n.per == nil {
+		n.per = map[string]int{}
+	}
+	if n.per[server] >= maxClientNamespaces {
+		return clientOther
+	}
+	m := make(map[nsLabel]struct{})
+	if old != nil {
+		maps.Copy(m, *old)
+	}
+	m[nsLabel{server, ns}] = struct{}{}
+	n.per[server]++
+	n.seen.Store(&m)
+	return ns
 }

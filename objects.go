@@ -30,10 +30,11 @@ type sliceObj struct {
 	names   []string // hostnames and target Pod names
 }
 
-// podObj is a live Pod's own addresses.
+// podObj is a live Pod's own addresses, and its UID when Events name it.
 type podObj struct {
 	meta
 	ips []string
+	uid string
 }
 
 // meta is what an informer's store needs of an object: its key and version.
@@ -67,7 +68,13 @@ func (o *sliceObj) DeepCopyObject() runtime.Object {
 }
 
 // toSmall is the informers' transform. Tombstones and objects already small pass through.
-func toSmall(obj any) (any, error) {
+func toSmall(obj any) (any, error) { return transform(obj, false) }
+
+// toSmallWithUIDs is the transform when Events are on: they need a Pod's UID to show in
+// kubectl describe pod.
+func toSmallWithUIDs(obj any) (any, error) { return transform(obj, true) }
+
+func transform(obj any, uids bool) (any, error) {
 	switch o := obj.(type) {
 	case *corev1.Service:
 		s := &serviceObj{meta: metaOf(o)}
@@ -94,6 +101,9 @@ func toSmall(obj any) (any, error) {
 		return s, nil
 	case *corev1.Pod:
 		p := &podObj{meta: metaOf(o)}
+		if uids {
+			p.uid = string(o.UID)
+		}
 		// A host-network Pod has its node's address; a finished one's may be reused already.
 		if o.Spec.HostNetwork || o.Status.Phase == corev1.PodSucceeded || o.Status.Phase == corev1.PodFailed {
 			return p, nil

@@ -54,8 +54,7 @@ func (g *NSGuard) report(server string, r, res *dns.Msg, d decision) {
 		}
 		l.quote("fix", hint)
 	} else {
-		fix := clusterdns.ShadowFix{Endpoint: strings.ToLower(d.name.Endpoint), Service: strings.ToLower(d.name.Service),
-			Namespace: strings.ToLower(d.name.Namespace), Zone: d.name.Zone}
+		fix := shadowFix(d.name)
 		l.subject = shadowLine + " " + strconv.Quote(fix.Typed())
 		l.quote("typed", fix.Typed())
 		l.quote("got", fix.Got())
@@ -88,6 +87,20 @@ func (g *NSGuard) apexFix(d decision) clusterdns.ApexFix {
 	f.Known, f.Homes = true, services[:min(len(services), maxAdvised)]
 	f.More = len(services) - len(f.Homes)
 	return f
+}
+
+// shadowFix is what to change for an endpoint name n that shadows a Service.
+func shadowFix(n clusterdns.Name) clusterdns.ShadowFix {
+	return clusterdns.ShadowFix{Endpoint: strings.ToLower(n.Endpoint), Service: strings.ToLower(n.Service),
+		Namespace: strings.ToLower(n.Namespace), Zone: n.Zone}
+}
+
+// typedName is what the client most likely typed: a namespace's name, or <endpoint>.<service>.
+func typedName(d decision) string {
+	if d.kind == shadowKind {
+		return shadowFix(d.name).Typed()
+	}
+	return strings.ToLower(d.name.Namespace)
 }
 
 // line builds one key=value log line; values a client chose are quoted.

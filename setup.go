@@ -1,6 +1,7 @@
 package nsguard
 
 import (
+	"errors"
 	"net/url"
 	"strconv"
 	"strings"
@@ -56,8 +57,12 @@ type config struct {
 
 	kubeconfig, kubeContext string // empty: in-cluster
 	endpoint                string
-	clients                 bool // watch Pods to name clients
+	clients                 bool          // watch Pods to name clients
+	events                  time.Duration // the interval of Kubernetes Events on client Pods; 0: off
 }
+
+// defaultEventInterval: a Pod's team hears of each name once in this long, as a series.
+const defaultEventInterval = 10 * time.Minute
 
 func setup(c *caddy.Controller) error {
 	cfg, err := parse(c)
@@ -70,9 +75,9 @@ func setup(c *caddy.Controller) error {
 	if err != nil {
 		return plugin.Error(pluginName, err)
 	}
-	if client == nil && (len(cfg.allowClients) > 0 || cfg.shadows == ModeRefuse) {
-		return plugin.Error(pluginName, c.Err("'allow client' and 'endpoint_shadows refuse' need the cluster view, "+
-			"and this CoreDNS runs outside a cluster: add 'kubeconfig PATH' or 'endpoint URL'"))
+	if need := cfg.needsView(); client == nil && need != "" {
+		return plugin.Error(pluginName, c.Errf("%s needs the cluster view, and this CoreDNS runs outside a cluster: "+
+			"add 'kubeconfig PATH' or 'endpoint URL'", need))
 	}
 	conf := dnsserver.GetConfig(c)
 	c.OnStartup(func() error {
@@ -92,14 +97,27 @@ func setup(c *caddy.Controller) error {
 	})
 	if client != nil {
 		g.view = v
-		g.watcher = &watcher{client: client, view: v, clients: cfg.clients}
+		g.watcher = &watcher{client: client, view: v, clients: cfg.clients, uids: cfg.events > 0}
+		if cfg.events > 0 {
+			g.events = newEventer(g, client, cfg.events)
+		}
 		c.OnStartup(func() error {
 			v.servers = serverAddrs(conf)
 			claimGauges(v)
-			return g.watcher.start()
+			if err := g.watcher.start(); err != nil {
+				return err
+			}
+			if g.events != nil {
+				return g.events.start()
+			}
+			return nil
 		})
 		c.OnShutdown(func() error {
-			err := g.watcher.stop()
+			var err error
+			if g.events != nil {
+				err = g.events.stop()
+			}
+			err = errors.Join(err, g.watcher.stop())
 			releaseGauges(v)
 			return err
 		})
@@ -109,6 +127,19 @@ func setup(c *caddy.Controller) error {
 		return g
 	})
 	return nil
+}
+
+// needsView names the first option given that cannot work without a cluster view, or "".
+func (cfg config) needsView() string {
+	switch {
+	case len(cfg.allowClients) > 0:
+		return "'allow client'"
+	case cfg.shadows == ModeRefuse:
+		return "'endpoint_shadows refuse'"
+	case cfg.events > 0:
+		return "'events'"
+	}
+	return ""
 }
 
 func parse(c *caddy.Controller) (config, error) {
@@ -146,6 +177,8 @@ func parse(c *caddy.Controller) (config, error) {
 		switch {
 		case !cfg.clients && len(cfg.allowClients) > 0:
 			return cfg, c.Err("'clients off' and 'allow client' cannot work together: 'allow client' needs the Pods that 'clients off' stops watching")
+		case !cfg.clients && cfg.events > 0:
+			return cfg, c.Err("'clients off' and 'events' cannot work together: Events go to the client Pods that 'clients off' stops watching")
 		case cfg.shadows == ModeRefuse && cfg.mode == ModeLog:
 			return cfg, c.Err("'endpoint_shadows refuse' needs 'mode refuse'")
 		case seen["rcode"] && cfg.mode == ModeLog:
@@ -227,6 +260,20 @@ func parseProperty(c *caddy.Controller, property string, cfg *config) error {
 			cfg.clients = false
 		default:
 			return c.Errf("unknown clients value %q; expect 'on' or 'off'", v)
+		}
+	case "events":
+		args := c.RemainingArgs()
+		switch len(args) {
+		case 0:
+			cfg.events = defaultEventInterval
+		case 1:
+			d, err := time.ParseDuration(args[0])
+			if err != nil || d <= 0 {
+				return c.Errf("invalid events interval %q; expect a positive duration such as 10m", args[0])
+			}
+			cfg.events = d
+		default:
+			return c.ArgErr()
 		}
 	case "log_interval":
 		v, err := singleArg(c)

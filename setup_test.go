@@ -49,6 +49,8 @@ func TestSetup(t *testing.T) {
 			c.mode, c.shadows, c.endpoint = ModeRefuse, ModeRefuse, "http://127.0.0.1:1"
 		}), ""},
 		{"clients off", "nsguard {\n clients off\n}", defaults(func(c *config) { c.clients = false }), ""},
+		{"events", "nsguard {\n events\n endpoint http://127.0.0.1:1\n}", defaults(func(c *config) { c.events, c.endpoint = 10 * time.Minute, "http://127.0.0.1:1" }), ""},
+		{"events every hour", "nsguard {\n events 1h\n endpoint http://127.0.0.1:1\n}", defaults(func(c *config) { c.events, c.endpoint = time.Hour, "http://127.0.0.1:1" }), ""},
 		{"endpoint", "nsguard {\n endpoint http://127.0.0.1:8080\n}", defaults(func(c *config) { c.endpoint = "http://127.0.0.1:8080" }), ""},
 		{"log limits", "nsguard {\n log_interval 5m\n log_limit 50\n}", defaults(func(c *config) { c.logInterval = 5 * time.Minute; c.logLimit = 50 }), ""},
 
@@ -59,8 +61,12 @@ func TestSetup(t *testing.T) {
 		{"bad endpoint_shadows", "nsguard {\n endpoint_shadows block\n}", config{}, `unknown endpoint_shadows "block"`},
 		{"endpoint_shadows refuse in mode log", "nsguard {\n endpoint_shadows refuse\n endpoint http://127.0.0.1:1\n}", config{}, `'endpoint_shadows refuse' needs 'mode refuse'`},
 		{"clients off with allow client", "nsguard {\n clients off\n allow client kube-system\n endpoint http://127.0.0.1:1\n}", config{}, `'clients off' and 'allow client' cannot work together`},
-		{"allow client without a view", "nsguard {\n allow client kube-system\n}", config{}, `'allow client' and 'endpoint_shadows refuse' need the cluster view`},
-		{"endpoint_shadows refuse without a view", "nsguard {\n mode refuse\n endpoint_shadows refuse\n}", config{}, `add 'kubeconfig PATH' or 'endpoint URL'`},
+		{"allow client without a view", "nsguard {\n allow client kube-system\n}", config{}, `'allow client' needs the cluster view`},
+		{"endpoint_shadows refuse without a view", "nsguard {\n mode refuse\n endpoint_shadows refuse\n}", config{}, `'endpoint_shadows refuse' needs the cluster view, and this CoreDNS runs outside a cluster: add 'kubeconfig PATH' or 'endpoint URL'`},
+		{"events without a view", "nsguard {\n events\n}", config{}, `'events' needs the cluster view`},
+		{"events with clients off", "nsguard {\n events\n clients off\n endpoint http://127.0.0.1:1\n}", config{}, `'clients off' and 'events' cannot work together`},
+		{"bad events interval", "nsguard {\n events soon\n}", config{}, `invalid events interval "soon"`},
+		{"events with two values", "nsguard {\n events 1m 2m\n}", config{}, `after '2m'`},
 		{"bad rcode", "nsguard {\n rcode SERVFAIL\n}", config{}, `unknown rcode "SERVFAIL"`},
 		{"missing rcode", "nsguard {\n rcode\n}", config{}, `after 'rcode'`},
 		{"mode twice", "nsguard {\n mode log\n mode refuse\n}", config{}, `property "mode" given twice`},

@@ -18,6 +18,7 @@ type view struct {
 	pods      map[string]string         // IP → "namespace/name", for an address only one live Pod holds
 	shared    map[string][]string       // IP → the Pods, when more than one holds it
 	podIPs    map[string][]string       // "namespace/name" → its IPs, to undo on update
+	podUIDs   map[string]string         // "namespace/name" → its UID, when Events are on
 
 	synced atomic.Bool // every informer has synced
 	stale  atomic.Bool // a request to the API server failed and none has succeeded since
@@ -34,6 +35,7 @@ func newView() *view {
 		pods:      map[string]string{},
 		shared:    map[string][]string{},
 		podIPs:    map[string][]string{},
+		podUIDs:   map[string]string{},
 	}
 }
 
@@ -63,6 +65,14 @@ func (v *view) pod(ip []byte) string {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
 	return v.pods[string(ip)]
+}
+
+// podUID returns the UID of Pod "namespace/name", when the view keeps UIDs.
+func (v *view) podUID(key string) (string, bool) {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	uid, ok := v.podUIDs[key]
+	return uid, ok
 }
 
 // hasService reports whether Service name exists in namespace ns.
@@ -166,10 +176,14 @@ func (v *view) setPod(o *podObj, present bool) {
 		v.release(ip, key)
 	}
 	delete(v.podIPs, key)
+	delete(v.podUIDs, key)
 	if present && len(o.ips) > 0 {
 		v.podIPs[key] = o.ips
 		for _, ip := range o.ips {
 			v.claim(ip, key)
+		}
+		if o.uid != "" {
+			v.podUIDs[key] = o.uid
 		}
 	}
 }

@@ -1,0 +1,189 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"time"
+)
+
+// The aggregation: one row per client and typed name.
+
+// maxLogLine bounds a line read whole, newline included; longer lines cannot be nsguard's
+// and are skipped.
+const maxLogLine = 1 << 20
+
+// offenderKey is what makes a row: who asked (the pod, or the client address without one)
+// and what they typed.
+type offenderKey struct{ who, kind, typed string }
+
+// tally is what the lines read so far add up to.
+type tally struct {
+	rows    map[offenderKey]*offender
+	summary offendersSummary
+}
+
+func newTally() *tally { return &tally{rows: map[offenderKey]*offender{}} }
+
+// readFile reads one log, "-" being stdin; errors name it.
+func (t *tally) readFile(name string, stdin io.Reader) error {
+	if name == "-" {
+		return t.read("<stdin>", stdin)
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		return err // it names the file
+	}
+	defer f.Close()
+	return t.read(name, f)
+}
+
+func (t *tally) read(name string, r io.Reader) error {
+	var split lineSplitter
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), maxLogLine)
+	sc.Split(split.split)
+	for sc.Scan() {
+		t.add(sc.Text())
+	}
+	t.summary.Skipped += split.long
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	return nil
+}
+
+// add counts one line.
+func (t *tally) add(line string) {
+	e, class := parseLine(line)
+	switch class {
+	case brokenLine:
+		t.summary.Broken++
+		fallthrough
+	case otherLine:
+		t.summary.Skipped++
+		return
+	}
+	t.summary.Lines++
+	t.summary.HeldBack = addSat(t.summary.HeldBack, e.suppressed)
+	who := e.pod
+	if who == "" {
+		who = e.client
+	}
+	k := offenderKey{who, e.kind, e.typed}
+	o := t.rows[k]
+	if o == nil {
+		o = &offender{Pod: e.pod, Namespace: namespaceOf(e.pod), Typed: e.typed, Kind: e.kind,
+			Answers: []string{}, Actions: []string{}}
+		t.rows[k] = o
+	}
+	o.add(e)
+}
+
+// lineSplitter is bufio.ScanLines that skips lines longer than maxLogLine instead of
+// failing: a log may hold anything.
+type lineSplitter struct {
+	inLong bool // inside a line too long to hold
+	long   int  // lines skipped for their length
+}
+
+func (l *lineSplitter) split(data []byte, atEOF bool) (int, []byte, error) {
+	i := bytes.IndexByte(data, '\n')
+	switch {
+	case l.inLong && (i >= 0 || atEOF):
+		l.inLong = false
+		l.long++
+		if i < 0 {
+			return len(data), nil, nil
+		}
+		return i + 1, nil, nil
+	case l.inLong:
+		return len(data), nil, nil
+	case i >= 0:
+		return i + 1, bytes.TrimSuffix(data[:i], []byte("\r")), nil
+	case len(data) >= maxLogLine:
+		l.inLong = true
+		return len(data), nil, nil
+	case atEOF && len(data) > 0:
+		return len(data), bytes.TrimSuffix(data, []byte("\r")), nil
+	}
+	return 0, nil, nil
+}
+
+func namespaceOf(pod string) string {
+	ns, _, _ := strings.Cut(pod, "/")
+	return ns
+}
+
+// addSat adds without wrapping: counts come from logs, which may say anything.
+func addSat(a, b uint64) uint64 {
+	if a+b < a {
+		return ^uint64(0)
+	}
+	return a + b
+}
+
+// offender is one row: a client that typed a name and got it answered through a namespace
+// or an endpoint.
+type offender struct {
+	Pod       string    `json:"pod"`
+	Client    string    `json:"client"`
+	Namespace string    `json:"namespace"`
+	Typed     string    `json:"typed"`
+	Kind      string    `json:"kind"`
+	Through   string    `json:"through,omitempty"`
+	Got       string    `json:"got,omitempty"`
+	Meant     string    `json:"meant,omitempty"`
+	Answers   []string  `json:"answers"`
+	Records   string    `json:"records"`
+	Count     uint64    `json:"count"`
+	FirstSeen time.Time `json:"firstSeen,omitzero"`
+	LastSeen  time.Time `json:"lastSeen,omitzero"`
+	Actions   []string  `json:"actions"`
+	Fix       string    `json:"fix"`
+}
+
+// add counts a line of this row. What a row says (client, records, fix) comes from its
+// latest line: by timestamp, or in the order read when lines have none.
+func (o *offender) add(e answerEntry) {
+	o.Count = addSat(o.Count, addSat(1, e.repeats))
+	if !e.at.IsZero() && (o.FirstSeen.IsZero() || e.at.Before(o.FirstSeen)) {
+		o.FirstSeen = e.at
+	}
+	latest := e.at.IsZero() || !e.at.Before(o.LastSeen)
+	if latest && !e.at.IsZero() {
+		o.LastSeen = e.at
+	}
+	answer := e.answer
+	if answer == "" { // endpoint shadow lines have no answer=
+		answer = "nodata"
+		if e.records != "" {
+			answer = "records"
+		}
+	}
+	o.Answers = addSorted(o.Answers, answer)
+	o.Actions = addSorted(o.Actions, e.action)
+	if !latest {
+		return
+	}
+	o.Client, o.Fix = e.client, e.fix
+	if e.kind == kindNamespace {
+		o.Through = e.subject
+	}
+	o.Got, o.Meant = e.got, e.meant
+	if e.records != "" { // an AAAA question's NODATA says less than the A records
+		o.Records = e.records
+	}
+}
+
+func addSorted(set []string, v string) []string {
+	i, found := slices.BinarySearch(set, v)
+	if found {
+		return set
+	}
+	return slices.Insert(set, i, v)
+}
