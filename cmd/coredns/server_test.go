@@ -68,8 +68,8 @@ func TestServer(t *testing.T) {
 			"my-app.new-namespace-2.svc.cluster.local.": service,
 			"nope.svc.cluster.local.":                   nxdomain,
 		}, map[string]string{
-			`answer="nodata",server="dns://:0",view="",zone="cluster.local."} 2`:  "logged",
-			`answer="records",server="dns://:0",view="",zone="cluster.local."} 2`: "logged",
+			`answer="nodata",client_namespace="unknown",server="dns://:0",view="",zone="cluster.local."} 2`:  "logged",
+			`answer="records",client_namespace="unknown",server="dns://:0",view="",zone="cluster.local."} 2`: "logged",
 		}},
 		{"refuse", map[string]answer{
 			"my-app.svc.cluster.local.":                 refused,
@@ -77,8 +77,8 @@ func TestServer(t *testing.T) {
 			"my-app.new-namespace-2.svc.cluster.local.": service,
 			"nope.svc.cluster.local.":                   nxdomain,
 		}, map[string]string{
-			`answer="nodata",server="dns://:0",view="",zone="cluster.local."} 2`:  "refused",
-			`answer="records",server="dns://:0",view="",zone="cluster.local."} 2`: "refused",
+			`answer="nodata",client_namespace="unknown",server="dns://:0",view="",zone="cluster.local."} 2`:  "refused",
+			`answer="records",client_namespace="unknown",server="dns://:0",view="",zone="cluster.local."} 2`: "refused",
 		}},
 	}
 	for _, tc := range tests {
