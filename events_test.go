@@ -73,7 +73,7 @@ func TestEventOnClientPod(t *testing.T) {
 	for range 3 {
 		ask(g, "kubernetes", "10.244.1.5", "my-app.svc.cluster.local.")
 	}
-	ask(g, "kubernetes", "10.244.1.5", "shop.svc.cluster.local.") // another name: an Event of its own
+	ask(g, "kubernetes", "10.244.1.5", "shop.svc.cluster.local.")   // another name: an Event of its own
 	ask(g, "kubernetes", "10.244.9.9", "my-app.svc.cluster.local.") // no Pod: nobody to tell
 	events := podEvents(t, cs, "new-namespace-1", 2)
 	time.Sleep(200 * time.Millisecond) // a third would show by now
@@ -175,4 +175,3 @@ func TestClientNamespaceLabel(t *testing.T) {
 		t.Errorf("a label seen before allocates %v times", a)
 	}
 }
-

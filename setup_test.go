@@ -49,7 +49,7 @@ func TestSetup(t *testing.T) {
 			c.mode, c.shadows, c.endpoint = ModeRefuse, ModeRefuse, "http://127.0.0.1:1"
 		}), ""},
 		{"clients off", "nsguard {\n clients off\n}", defaults(func(c *config) { c.clients = false }), ""},
-		{"events", "nsguard {\n events\n endpoint http://127.0.0.1:1\n}", defaults(func(c *config) { c.events, c.endpoint = 10 * time.Minute, "http://127.0.0.1:1" }), ""},
+		{"events", "nsguard {\n events\n endpoint http://127.0.0.1:1\n}", defaults(func(c *config) { c.events, c.endpoint = 10*time.Minute, "http://127.0.0.1:1" }), ""},
 		{"events every hour", "nsguard {\n events 1h\n endpoint http://127.0.0.1:1\n}", defaults(func(c *config) { c.events, c.endpoint = time.Hour, "http://127.0.0.1:1" }), ""},
 		{"endpoint", "nsguard {\n endpoint http://127.0.0.1:8080\n}", defaults(func(c *config) { c.endpoint = "http://127.0.0.1:8080" }), ""},
 		{"log limits", "nsguard {\n log_interval 5m\n log_limit 50\n}", defaults(func(c *config) { c.logInterval = 5 * time.Minute; c.logLimit = 50 }), ""},

@@ -89,3 +89,15 @@ func TestClassifyRootZone(t *testing.T) {
 		t.Errorf("got %+v, want %+v", got, want)
 	}
 }
+
+func BenchmarkClassify(b *testing.B) {
+	zones := []string{"cluster.local."}
+	for _, qname := range []string{"my-app.corp.example.", "My-App.svc.cluster.local.", "_https._tcp.my-app.ns.svc.cluster.local."} {
+		b.Run(qname, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				Classify(qname, zones)
+			}
+		})
+	}
+}

@@ -1,22 +1,16 @@
 // Command bench is `make bench`: dnsperf against real CoreDNS servers in front of a real
-// kube-apiserver, one server per configuration, measured in interleaved rounds.
+// kube-apiserver, one server per configuration, measured in interleaved rounds, then a CPU
+// profile of each under the same load.
 //
-// querymix.txt is what a pod in new-namespace-1 sends with ndots:5 and the search list
-// new-namespace-1.svc.cluster.local svc.cluster.local cluster.local corp.example, A and AAAA
-// for each candidate until one answers. 100 queries from 17 lookups:
+// The cluster holds the incident's objects and 200 more namespaces of 5 ClusterIP Services.
+// The mix (mix.go) is 2,000 distinct questions a pod in new-namespace-1 sends with ndots:5:
+// 45% NXDOMAIN search candidates, 35% Service answers, 10% namespace apexes (A and AAAA),
+// 5% Pod names, 5% SRV. No server has cache, so every query crosses the chain. The any
+// plugin, which does nothing with these queries, is the floor of what a plugin in front of
+// kubernetes costs: its frame stays on each query's stack while kubernetes runs.
 //
-//	9 × my-app.new-namespace-2                    candidate 2 is the Service
-//	2 × my-app.new-namespace-2.svc                candidate 3 is the Service
-//	2 × my-app.new-namespace-2.svc.cluster.local  4 candidates, then the name as typed
-//	4 × my-app                                    NXDOMAIN, namespace apex, NXDOMAIN, my-app.corp.example
-//
-// Shares, checked against the kubernetes-alone server before measuring (mixWant):
-// 58% NXDOMAIN (54 in cluster.local), 26% Service (A and its NODATA AAAA),
-// 8% namespace apex (NODATA), 8% external (my-app.corp.example).
-//
-// No server has cache, so every query crosses the chain. On 2 cores dnsperf -T 1 takes
-// about 0.4 of a core and keeps 200 queries waiting on CoreDNS. -T 2 gave no more QPS and
-// only took CPU away from CoreDNS.
+// On 2 cores dnsperf -T 1 takes about 0.4 of a core and keeps 200 queries waiting on
+// CoreDNS. -T 2 gave no more QPS and only took CPU away from CoreDNS.
 package main
 
 import (
@@ -36,25 +30,27 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/miekg/dns"
-
 	"github.com/nsguard/nsguard/test/e2e/cluster"
 	"github.com/nsguard/nsguard/test/e2e/coredns"
 )
 
 type config struct {
-	name, ip string
-	mode     string // nsguard's mode; empty for no nsguard
-	after    []string
-	apex     string // what a namespace apex question gets: "apex" (NODATA passes) or "nxdomain"
+	name, ip    string
+	before      []string // lines before nsguard, such as any
+	nsguard     string   // the nsguard block, with %s for the kubeconfig; empty for none
+	after       []string
+	refusesApex bool
 }
 
 var configs = []config{
-	{name: "kubernetes alone", ip: "127.53.10.1", apex: "apex"},
-	{name: "nsguard, mode log", ip: "127.53.10.2", mode: "log", apex: "apex"},
-	{name: "nsguard, mode refuse", ip: "127.53.10.3", mode: "refuse", apex: "nxdomain"},
+	{name: "kubernetes alone", ip: "127.53.10.1"},
+	{name: "any (the floor)", ip: "127.53.10.2", before: []string{"any"}},
+	{name: "nsguard, mode log, no view", ip: "127.53.10.3", nsguard: "nsguard {\n        endpoint http://127.0.0.1:1\n        clients off\n    }"},
+	// kubeconfig turns the cluster view on, as running in a pod does.
+	{name: "nsguard, mode log", ip: "127.53.10.4", nsguard: "nsguard {\n        kubeconfig %s\n    }"},
+	{name: "nsguard, mode refuse", ip: "127.53.10.5", nsguard: "nsguard {\n        mode refuse\n        kubeconfig %s\n    }", refusesApex: true},
 	// The workaround in use today. fallthrough: every other name must reach kubernetes.
-	{name: "template NXDOMAIN workaround", ip: "127.53.10.4", apex: "nxdomain", after: []string{
+	{name: "template NXDOMAIN workaround", ip: "127.53.10.6", refusesApex: true, after: []string{
 		"template IN ANY cluster.local {",
 		`    match "^[^.]+[.]svc[.]cluster[.]local[.]$"`,
 		"    rcode NXDOMAIN",
@@ -63,15 +59,13 @@ var configs = []config{
 	}},
 }
 
-// mixWant is querymix.txt's classification as the kubernetes plugin answers it.
-var mixWant = map[string]int{"nxdomain": 58, "service": 26, "apex": 8, "external": 8}
-
 var (
-	rounds   = flag.Int("rounds", 30, "interleaved rounds")
+	rounds   = flag.Int("rounds", 60, "interleaved rounds")
 	seconds  = flag.Int("seconds", 3, "dnsperf -l per configuration and round")
 	clients  = flag.Int("clients", 8, "dnsperf -c")
 	threads  = flag.Int("threads", 1, "dnsperf -T")
 	inflight = flag.Int("outstanding", 200, "dnsperf -q")
+	profiled = flag.Int("profile", 20, "seconds of CPU profile per configuration, under dnsperf; 0 for none")
 	// A rare loopback drop holds dnsperf busy-waiting at the end for up to -t.
 	timeout = flag.Int("timeout", 1, "dnsperf -t, seconds")
 )
@@ -110,7 +104,11 @@ func run() error {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
-	mix := filepath.Join(root, "test", "e2e", "bench", "querymix.txt")
+	questions := makeMix()
+	mix := filepath.Join(out, "querymix.txt")
+	if err := writeMix(mix, questions); err != nil {
+		return err
+	}
 	began := time.Now()
 
 	binDir, err := cluster.BuildTools(ctx)
@@ -129,6 +127,9 @@ func run() error {
 	if err := cluster.ApplyIncident(ctx, cp.Clientset(), "10.244.1.5"); err != nil {
 		return err
 	}
+	if err := createBenchObjects(ctx, cp.Clientset()); err != nil {
+		return err
+	}
 	zones := filepath.Join(out, "zones")
 	if err := os.MkdirAll(zones, 0o755); err != nil {
 		return err
@@ -144,7 +145,7 @@ func run() error {
 		}
 	}
 	for i, c := range configs {
-		if err := checkMix(mix, servers[i], c); err != nil {
+		if err := checkMix(questions, servers[i], c); err != nil {
 			return fmt.Errorf("%s: %w", c.name, err)
 		}
 		if _, err := dnsperf(ctx, mix, c.ip, 2); err != nil { // warm up
@@ -168,6 +169,13 @@ func run() error {
 	}
 
 	table := summarize(rows, *rounds)
+	if *profiled > 0 {
+		shares, err := profileAll(ctx, bin, out, mix, servers)
+		if err != nil {
+			return err
+		}
+		table += "\n" + shareTable(shares)
+	}
 	fmt.Print(table)
 	if err := writeCSV(filepath.Join(out, "rounds.csv"), rows); err != nil {
 		return err
@@ -187,8 +195,15 @@ func run() error {
 	return nil
 }
 
+// pprofAddrs are the pprof listeners of the servers.
+var pprofAddrs = map[*coredns.Server]string{}
+
 func startServer(ctx context.Context, bin, out, zones, kubeconfig string, c config) (*coredns.Server, error) {
 	metrics, err := coredns.FreeTCPAddr()
+	if err != nil {
+		return nil, err
+	}
+	pprofAddr, err := coredns.FreeTCPAddr()
 	if err != nil {
 		return nil, err
 	}
@@ -196,68 +211,41 @@ func startServer(ctx context.Context, bin, out, zones, kubeconfig string, c conf
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	cf := coredns.Config{IP: c.ip, Kubeconfig: kubeconfig, Metrics: metrics, ZoneDir: zones, After: c.after}
-	if c.mode != "" {
-		// kubeconfig turns the cluster view on, as running in a pod does.
-		cf.NSGuard = fmt.Sprintf("nsguard {\n        mode %s\n        kubeconfig %s\n    }", c.mode, kubeconfig)
+	cf := coredns.Config{IP: c.ip, Kubeconfig: kubeconfig, Metrics: metrics, ZoneDir: zones,
+		Before: append([]string{"pprof " + pprofAddr}, c.before...), After: c.after, Kubernetes: []string{"pods insecure"}}
+	if c.nsguard != "" {
+		cf.NSGuard = c.nsguard
+		if strings.Contains(c.nsguard, "%s") {
+			cf.NSGuard = fmt.Sprintf(c.nsguard, kubeconfig)
+		}
 	}
 	s, err := coredns.Start(ctx, bin, dir, c.ip, cf.Corefile(), metrics, "cluster.local")
-	if err != nil || c.mode == "" {
-		return s, err
+	if err != nil {
+		return nil, err
 	}
-	return s, s.WaitViewSynced(ctx) // every round measures the view
+	pprofAddrs[s] = pprofAddr
+	if strings.Contains(c.nsguard, "kubeconfig") {
+		return s, s.WaitViewSynced(ctx) // every round measures the view
+	}
+	return s, nil
 }
 
-// checkMix asks every line of the mix once and compares the classes with mixWant, where
-// a configuration that refuses apexes turns them into NXDOMAIN.
-func checkMix(mix string, s *coredns.Server, c config) error {
-	b, err := os.ReadFile(mix)
-	if err != nil {
-		return err
-	}
+// checkMix asks every question of the mix once and checks that each gets what the
+// kubernetes plugin answers, or NXDOMAIN for an apex where the configuration refuses it.
+func checkMix(mix []question, s *coredns.Server, c config) error {
 	got := map[string]int{}
-	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		f := strings.Fields(line)
-		if len(f) != 2 || dns.StringToType[f[1]] == 0 {
-			return fmt.Errorf("bad query line %q", line)
-		}
-		m, err := s.Exchange(f[0], dns.StringToType[f[1]])
+	for _, q := range mix {
+		m, err := s.Exchange(q.name, q.qtype)
 		if err != nil {
 			return err
 		}
-		got[class(f[0], m)]++
-	}
-	want := map[string]int{}
-	for k, v := range mixWant {
-		if k == "apex" {
-			k = c.apex
+		if a, want := answered(m), expected(q, c.refusesApex); a != want {
+			return fmt.Errorf("%s %d: %s, want %s", q.name, q.qtype, a, want)
 		}
-		want[k] += v
+		got[q.class]++
 	}
-	fmt.Printf("%-28s mix as answered: %v\n", c.name, got)
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		return fmt.Errorf("query mix answered as %v, want %v", got, want)
-	}
+	fmt.Printf("%-30s mix as answered: %v\n", c.name, got)
 	return nil
-}
-
-var apexName = regexp.MustCompile(`^[^.]+\.svc\.cluster\.local\.$`)
-
-func class(name string, m *dns.Msg) string {
-	name = dns.Fqdn(name)
-	switch {
-	case m.Rcode == dns.RcodeNameError:
-		return "nxdomain"
-	case m.Rcode != dns.RcodeSuccess:
-		return dns.RcodeToString[m.Rcode]
-	case apexName.MatchString(name):
-		return "apex"
-	case strings.HasSuffix(name, ".svc.cluster.local."):
-		return "service"
-	case !dns.IsSubDomain("cluster.local.", name):
-		return "external"
-	}
-	return "other"
 }
 
 type sample struct {
@@ -328,32 +316,72 @@ func dnsperf(ctx context.Context, mix, ip string, secs int) (sample, error) {
 }
 
 // summarize medians each configuration's per-round numbers and its per-round ratios to
-// kubernetes alone (config 0), measured in the same round.
+// kubernetes alone (config 0) and to the any floor (config 1), measured in the same round.
 func summarize(rows []sample, n int) string {
 	by := make([][]sample, len(configs))
 	for _, s := range rows {
 		by[s.config] = append(by[s.config], s)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "| configuration | QPS (median) | QPS ratio (median, p25–p75) | CPU µs/query (median) | CPU ratio (median, p25–p75) |\n")
-	fmt.Fprintf(&b, "|---|---:|---:|---:|---:|\n")
+	fmt.Fprintf(&b, "| configuration | QPS (median) | QPS ratio to kubernetes alone (median, p25–p75) | CPU µs/query (median) | CPU/query ratio to kubernetes alone (median, p25–p75) | CPU/query ratio to any (median, p25–p75) |\n")
+	fmt.Fprintf(&b, "|---|---:|---:|---:|---:|---:|\n")
+	iqr := func(v []float64) string {
+		return fmt.Sprintf("%.3f (%.3f–%.3f)", quantile(v, .5), quantile(v, .25), quantile(v, .75))
+	}
 	for i, c := range configs {
-		var qps, cpu, qr, cr []float64
+		var qps, cpu, qr, cr, fr []float64
 		for r := range n {
-			s, base := by[i][r], by[0][r]
+			s, base, floor := by[i][r], by[0][r], by[1][r]
 			qps, cpu = append(qps, s.qps), append(cpu, s.cpuPerQuery())
 			qr = append(qr, s.qps/base.qps)
 			cr = append(cr, s.cpuPerQuery()/base.cpuPerQuery())
+			fr = append(fr, s.cpuPerQuery()/floor.cpuPerQuery())
 		}
-		fmt.Fprintf(&b, "| %s | %.0f | %.3f (%.3f–%.3f) | %.1f | %.3f (%.3f–%.3f) |\n", c.name,
-			quantile(qps, .5), quantile(qr, .5), quantile(qr, .25), quantile(qr, .75),
-			quantile(cpu, .5), quantile(cr, .5), quantile(cr, .25), quantile(cr, .75))
+		fmt.Fprintf(&b, "| %s | %.0f | %s | %.1f | %s | %s |\n", c.name, quantile(qps, .5), iqr(qr), quantile(cpu, .5), iqr(cr), iqr(fr))
 	}
 	var core, perf []float64
 	for _, s := range rows {
 		core, perf = append(core, s.cpu.Seconds()/s.wall.Seconds()), append(perf, s.perfCPU.Seconds()/s.wall.Seconds())
 	}
 	fmt.Fprintf(&b, "\nCPU busy (median of runs): CoreDNS %.2f cores, dnsperf %.2f cores.\n", quantile(core, .5), quantile(perf, .5))
+	return b.String()
+}
+
+// profileAll takes a CPU profile of each server while dnsperf runs the mix against it
+// alone, and says where the time went.
+func profileAll(ctx context.Context, bin, out, mix string, servers []*coredns.Server) ([]share, error) {
+	var shares []share
+	for i, s := range servers {
+		load := make(chan error, 1)
+		go func() { _, err := dnsperf(ctx, mix, configs[i].ip, *profiled+4); load <- err }()
+		time.Sleep(2 * time.Second) // past dnsperf's start
+		path := filepath.Join(out, fmt.Sprintf("cpu-%d.pprof", i))
+		err := profile(ctx, pprofAddrs[s], path, *profiled)
+		if lerr := <-load; err == nil {
+			err = lerr
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", configs[i].name, err)
+		}
+		sh, err := attribute(ctx, bin, path)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", configs[i].name, err)
+		}
+		shares = append(shares, sh)
+		fmt.Fprintf(os.Stderr, "profiled %s\n", configs[i].name)
+	}
+	return shares, nil
+}
+
+// shareTable shows where each configuration's CPU went.
+func shareTable(shares []share) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "| configuration | profiled CPU | stack growth (runtime.newstack) | GC | nsguard's own functions | of which the view | any's own function |\n")
+	fmt.Fprintf(&b, "|---|---:|---:|---:|---:|---:|---:|\n")
+	for i, s := range shares {
+		fmt.Fprintf(&b, "| %s | %v | %s | %s | %s | %s | %s |\n", configs[i].name, s.total.Round(10*time.Millisecond),
+			pct(s.stackGrowth), pct(s.gc), pct(s.guard), pct(s.view), pct(s.floor))
+	}
 	return b.String()
 }
 
@@ -392,7 +420,7 @@ func writeCSV(path string, rows []sample) error {
 // report shows that nsguard saw the apexes and that its log stayed quiet, and keeps the logs.
 func report(servers []*coredns.Server) error {
 	for i, s := range servers {
-		if configs[i].mode == "" {
+		if configs[i].nsguard == "" {
 			continue
 		}
 		page, err := s.Scrape()

@@ -1,0 +1,140 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// share is where one configuration's CPU went, from a CPU profile of CoreDNS's pprof plugin
+// taken under the mix: the fractions of all samples.
+type share struct {
+	total       time.Duration
+	stackGrowth float64 // runtime.newstack: growing and copying query goroutines' stacks
+	gc          float64 // the garbage collector's own work
+	guard       float64 // nsguard's own functions, outside the plugins after it
+	view        float64 // of which nsguard's cluster view
+	floor       float64 // the any plugin's own function
+}
+
+// profile fetches a CPU profile of seconds from a pprof listener at addr into path.
+func profile(ctx context.Context, addr, path string, seconds int) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, seconds), nil)
+	if err != nil {
+		return err
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		return fmt.Errorf("pprof at %s: %s", addr, res.Status)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, res.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// attribute reads a profile's samples with go tool pprof -traces and sorts their time into
+// shares. A sample counts where its stack says: stack growth and GC first, then the plugin
+// frame nearest the leaf. nsguard's own time is a stack whose leaf side reaches nsguard
+// before any plugin after it; the same for any.
+func attribute(ctx context.Context, bin, path string) (share, error) {
+	out, err := exec.CommandContext(ctx, "go", "tool", "pprof", "-traces", bin, path).Output()
+	if err != nil {
+		return share{}, fmt.Errorf("go tool pprof -traces %s: %w", path, err)
+	}
+	var s share
+	var d time.Duration
+	var stack []string
+	flush := func() {
+		if d > 0 {
+			s.add(d, stack)
+		}
+		d, stack = 0, nil
+	}
+	for sc := bufio.NewScanner(bytes.NewReader(out)); sc.Scan(); {
+		line := sc.Text()
+		if strings.HasPrefix(line, "-----------+") {
+			flush()
+			continue
+		}
+		if !strings.HasPrefix(line, "          ") && len(strings.Fields(line)) >= 2 && d == 0 {
+			f := strings.Fields(line)
+			if v, err := time.ParseDuration(f[0]); err == nil {
+				d = v
+				stack = append(stack, f[1])
+				continue
+			}
+		}
+		if d > 0 && strings.TrimSpace(line) != "" {
+			stack = append(stack, strings.TrimSpace(line))
+		}
+	}
+	flush()
+	if s.total == 0 {
+		return s, fmt.Errorf("%s holds no samples", path)
+	}
+	t := float64(s.total)
+	s.stackGrowth, s.gc, s.guard, s.view, s.floor = s.stackGrowth/t, s.gc/t, s.guard/t, s.view/t, s.floor/t
+	return s, nil
+}
+
+// downstream are the plugins that run after nsguard (and after any) in the bench's chain.
+var downstream = []string{"plugin/kubernetes.", "plugin/template."}
+
+func (s *share) add(d time.Duration, stack []string) {
+	s.total += d
+	v := float64(d)
+	in := func(prefix string) bool {
+		for _, f := range stack {
+			if strings.Contains(f, prefix) {
+				return true
+			}
+		}
+		return false
+	}
+	switch {
+	case in("runtime.newstack"):
+		s.stackGrowth += v
+		return
+	case in("runtime.gcBgMarkWorker"), in("runtime.gcAssistAlloc"), in("runtime.bgsweep"), in("runtime.bgscavenge"):
+		s.gc += v
+		return
+	}
+	for _, f := range stack { // leaf first
+		switch {
+		case strings.HasPrefix(f, "github.com/nsguard/nsguard"):
+			s.guard += v
+			if strings.Contains(f, "(*view)") {
+				s.view += v
+			}
+			return
+		case strings.HasPrefix(f, "github.com/coredns/coredns/plugin/any."):
+			s.floor += v
+			return
+		}
+		for _, p := range downstream {
+			if strings.Contains(f, p) {
+				return
+			}
+		}
+	}
+}
+
+func pct(f float64) string { return strconv.FormatFloat(100*f, 'f', 2, 64) + "%" }
