@@ -59,17 +59,17 @@ func startCoreDNS(t *testing.T, args ...string) (string, error) {
 	if err := cmd.Start(); err != nil {
 		return "", err
 	}
-	defer func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	}()
 	var out strings.Builder
 	for s := bufio.NewScanner(stdout); s.Scan(); {
 		out.WriteString(s.Text() + "\n")
 		if strings.HasPrefix(s.Text(), "CoreDNS-") {
+			cmd.Process.Kill()
+			cmd.Wait()
 			return out.String(), nil // printed once every server is up
 		}
 	}
+	// Wait before reading stderr: exec copies into it until the process is reaped.
+	cmd.Wait()
 	return out.String(), fmt.Errorf("exited before serving: %s", stderr.String())
 }
 
