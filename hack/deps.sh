@@ -8,6 +8,7 @@ wanted=(
   dnsutils:dig
   dnsperf:dnsperf
   util-linux:unshare
+  iproute2:ip
   gcc:gcc
   buildah:buildah
   libcap2-bin:setcap

@@ -1,6 +1,12 @@
+//go:build e2e
+
 package e2e
 
 import (
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/miekg/dns"
@@ -61,4 +67,32 @@ func TestAuditLive(t *testing.T) {
 		return
 	}
 	t.Error("no namespace-captures-service finding for namespace " + cluster.LegacyNamespace)
+}
+
+var cliOnce struct {
+	sync.Once
+	bin string
+	err error
+}
+
+// nsguardCLI builds cmd/nsguard once for the suite, as an operator would install it.
+func nsguardCLI(t *testing.T) string {
+	t.Helper()
+	cliOnce.Do(func() {
+		root, err := cluster.RepoRoot()
+		if err != nil {
+			cliOnce.err = err
+			return
+		}
+		cliOnce.bin = filepath.Join(filepath.Dir(env.zoneDir), "nsguard") // removed with the suite's work dir
+		build := exec.Command("go", "build", "-o", cliOnce.bin, "./cmd/nsguard")
+		build.Dir = root
+		if out, err := build.CombinedOutput(); err != nil {
+			cliOnce.err = fmt.Errorf("go build ./cmd/nsguard: %v\n%s", err, out)
+		}
+	})
+	if cliOnce.err != nil {
+		t.Fatal(cliOnce.err)
+	}
+	return cliOnce.bin
 }

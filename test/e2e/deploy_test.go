@@ -1,3 +1,5 @@
+//go:build e2e
+
 package e2e
 
 import (
@@ -51,7 +53,7 @@ func render(t *testing.T, dir string) (string, []byte) {
 // runbook's commands.
 func TestDeployManifestsDryRun(t *testing.T) {
 	deploy := deployDir(t)
-	for _, dir := range []string{"kubernetes", "kubernetes-refuse", "kubernetes/base"} {
+	for _, dir := range []string{"kubernetes", "kubernetes-refuse", "kubernetes-events", "kubernetes/base"} {
 		t.Run(dir, func(t *testing.T) {
 			path, out := render(t, filepath.Join(deploy, dir))
 			res, err := env.cp.Kubectl(t.Context(), "apply", "--dry-run=server", "-f", path)
@@ -84,56 +86,73 @@ func TestDeployManifestsDryRun(t *testing.T) {
 	}
 	// Rolling back to stock CoreDNS removes nsguard's own RBAC.
 	if _, err := env.cp.Kubectl(t.Context(), "delete", "--dry-run=server", "--ignore-not-found",
-		"clusterrole,clusterrolebinding", "system:coredns-nsguard"); err != nil {
+		"clusterrole,clusterrolebinding", "system:coredns-nsguard", "system:coredns-nsguard-events"); err != nil {
 		t.Fatal(err)
 	}
 }
 
-// nsguard's ClusterRole grants list and watch, on exactly the three kinds its view reads.
+// nsguard's ClusterRole grants list and watch, on exactly the three kinds its view reads;
+// Events get a role of their own, which only the events overlay adds: create and patch.
 func TestDeployClusterRoleLeastPrivilege(t *testing.T) {
-	_, out := render(t, filepath.Join(deployDir(t), "kubernetes"))
-	var role *rbacv1.ClusterRole
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
-	for {
-		var obj rbacv1.ClusterRole
-		err := dec.Decode(&obj)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if obj.Kind == "ClusterRole" && obj.Name == "system:coredns-nsguard" {
-			role = &obj
-		}
-	}
-	if role == nil {
-		t.Fatal("no ClusterRole system:coredns-nsguard in the overlay")
-	}
-	var got []string
-	for _, r := range role.Rules {
-		for _, v := range r.Verbs {
-			if v != "list" && v != "watch" {
-				t.Errorf("rule %v grants verb %q; nsguard needs list and watch only", r, v)
+	roles := func(dir string) map[string]*rbacv1.ClusterRole {
+		_, out := render(t, filepath.Join(deployDir(t), dir))
+		found := map[string]*rbacv1.ClusterRole{}
+		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
+		for {
+			var obj rbacv1.ClusterRole
+			err := dec.Decode(&obj)
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if obj.Kind == "ClusterRole" {
+				found[obj.Name] = &obj
 			}
 		}
-		if len(r.ResourceNames) > 0 || len(r.NonResourceURLs) > 0 {
-			t.Errorf("rule %v: unexpected resourceNames or nonResourceURLs", r)
-		}
-		for _, g := range r.APIGroups {
-			for _, res := range r.Resources {
-				got = append(got, g+"/"+res)
+		// Each role is bound to CoreDNS's service account.
+		for name := range found {
+			if !regexp.MustCompile(`(?s)kind: ClusterRoleBinding\nmetadata:\n(?:  .*\n)*  name: ` + regexp.QuoteMeta(name) + `\nroleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: ClusterRole\n  name: ` + regexp.QuoteMeta(name) + `\nsubjects:\n- kind: ServiceAccount\n  name: coredns\n  namespace: kube-system\n`).Match(out) {
+				t.Errorf("%s: no ClusterRoleBinding of %s to kube-system/coredns:\n%s", dir, name, out)
 			}
 		}
+		return found
 	}
-	sort.Strings(got)
-	want := []string{"/pods", "/services", "discovery.k8s.io/endpointslices"}
-	if !slices.Equal(got, want) {
-		t.Errorf("nsguard's ClusterRole covers %v, want exactly %v", got, want)
+	grants := func(role *rbacv1.ClusterRole) (verbs, resources []string) {
+		for _, r := range role.Rules {
+			if len(r.ResourceNames) > 0 || len(r.NonResourceURLs) > 0 {
+				t.Errorf("rule %v: unexpected resourceNames or nonResourceURLs", r)
+			}
+			verbs = append(verbs, r.Verbs...)
+			for _, g := range r.APIGroups {
+				for _, res := range r.Resources {
+					resources = append(resources, g+"/"+res)
+				}
+			}
+		}
+		slices.Sort(verbs)
+		sort.Strings(resources)
+		return slices.Compact(verbs), resources
 	}
-	// The binding gives it to CoreDNS's service account.
-	if !regexp.MustCompile(`(?s)kind: ClusterRoleBinding\nmetadata:\n(?:  .*\n)*  name: system:coredns-nsguard\nroleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: ClusterRole\n  name: system:coredns-nsguard\nsubjects:\n- kind: ServiceAccount\n  name: coredns\n  namespace: kube-system\n`).Match(out) {
-		t.Errorf("no ClusterRoleBinding of system:coredns-nsguard to kube-system/coredns:\n%s", out)
+	tests := []struct {
+		dir, role        string
+		verbs, resources []string
+	}{
+		{"kubernetes", "system:coredns-nsguard", []string{"list", "watch"}, []string{"/pods", "/services", "discovery.k8s.io/endpointslices"}},
+		{"kubernetes-events", "system:coredns-nsguard-events", []string{"create", "patch"}, []string{"events.k8s.io/events"}},
+	}
+	for _, tc := range tests {
+		role := roles(tc.dir)[tc.role]
+		if role == nil {
+			t.Fatalf("no ClusterRole %s in %s", tc.role, tc.dir)
+		}
+		if verbs, resources := grants(role); !slices.Equal(verbs, tc.verbs) || !slices.Equal(resources, tc.resources) {
+			t.Errorf("%s grants %v on %v, want exactly %v on %v", tc.role, verbs, resources, tc.verbs, tc.resources)
+		}
+	}
+	if _, ok := roles("kubernetes")["system:coredns-nsguard-events"]; ok {
+		t.Error("the default overlay grants Events; only the events overlay may")
 	}
 }
 
@@ -230,16 +249,7 @@ func TestDeployDashboardAndRulesMetrics(t *testing.T) {
 
 // The runbook's audit step, as an operator runs it: the CLI against the live cluster.
 func TestDeployRunbookAudit(t *testing.T) {
-	root, err := cluster.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(t.TempDir(), "nsguard")
-	build := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "./cmd/nsguard")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/nsguard: %v\n%s", err, out)
-	}
+	bin := nsguardCLI(t)
 	out, err := exec.CommandContext(t.Context(), bin, "audit", "--kubeconfig", env.cp.Kubeconfig).CombinedOutput()
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || exit.ExitCode() != 1 {

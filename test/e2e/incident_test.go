@@ -1,3 +1,5 @@
+//go:build e2e
+
 package e2e
 
 import (
@@ -9,14 +11,13 @@ import (
 
 	"github.com/nsguard/nsguard/test/e2e/cluster"
 	"github.com/nsguard/nsguard/test/e2e/coredns"
-	"github.com/nsguard/nsguard/test/e2e/kubedns"
 	"github.com/nsguard/nsguard/test/e2e/resolvers"
 )
 
 // What each name gives when nothing captures it.
 const (
 	corp      = coredns.CorpIP       // my-app.corp.example, the pod's last search domain
-	otherApp1 = coredns.OtherApp1IP  // other-app-1.my-app: the ExternalName in namespace my-app
+	otherApp1 = cluster.OtherApp1IP  // other-app-1.my-app: the ExternalName in namespace my-app, to a Service in legacy-a
 	app       = cluster.AppClusterIP // my-app.new-namespace-2: the Service the developer meant
 )
 
@@ -83,48 +84,7 @@ func TestRefuseMode(t *testing.T) {
 	}
 }
 
-// (d) The incident exactly: a node-local cache forwarding cluster.local to a legacy kube-dns,
-// which answers the namespace apex with the namespace's ExternalName records.
-func TestIncidentKubeDNS(t *testing.T) {
-	legacy, err := kubedns.Start("127.53.1.100:53")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer legacy.Close()
-	wrong := map[string]bool{kubedns.Target1IP: true, kubedns.Target2IP: true}
-
-	t.Run("without nsguard", func(t *testing.T) {
-		p := startDNS(t, "127.53.1.4", coredns.Config{Before: []string{"cache 30"}, Forward: legacy.Addr()})
-		seen := map[string]bool{}
-		for _, kind := range resolvers.Kinds {
-			res, err := env.clients.Lookup(t.Context(), kind, p.resolvConf, "my-app")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !res.OK() || len(res.Addrs) == 0 {
-				t.Errorf("%s got %q, want the addresses of other Services", kind, res.Err)
-			}
-			for _, a := range res.Addrs {
-				if !wrong[a] {
-					t.Errorf("%s got %s, want only other-app-1's and other-app-2's addresses", kind, a)
-				}
-				seen[a] = true
-			}
-		}
-		if len(seen) != 2 {
-			t.Errorf("clients reached %v, want both other-app-1 and other-app-2, as in the incident", seen)
-		}
-	})
-	t.Run("refuse", func(t *testing.T) {
-		p := startDNS(t, "127.53.1.5", coredns.Config{Before: []string{"cache 30"}, NSGuard: "nsguard {\n        mode refuse\n    }", Forward: legacy.Addr()})
-		for range 2 { // the second time from cache
-			p.expect(t, "my-app", every(corp))
-		}
-		if got := p.apexAnswers(t)["refused/records"]; got < 1 {
-			t.Errorf("refused/records counter is %v, want at least 1", got)
-		}
-	})
-}
+// (d) The incident exactly, on kube-dns: see kubedns_test.go.
 
 // (g) autopath runs the search list on the server and stops at the first answer that is
 // not NXDOMAIN. Refusing turns the namespace apex NODATA into NXDOMAIN, so it goes on.

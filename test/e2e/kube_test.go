@@ -1,3 +1,5 @@
+//go:build e2e
+
 package e2e
 
 import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"

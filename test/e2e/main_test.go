@@ -1,3 +1,5 @@
+//go:build e2e
+
 // Package e2e runs the incident end to end: a real kube-apiserver and etcd, the CoreDNS
 // of cmd/coredns, and the glibc, musl and Go resolvers looking names up as a pod in
 // namespace new-namespace-1 would.
@@ -13,6 +15,7 @@ import (
 
 	"github.com/nsguard/nsguard/test/e2e/cluster"
 	"github.com/nsguard/nsguard/test/e2e/coredns"
+	"github.com/nsguard/nsguard/test/e2e/podnet"
 	"github.com/nsguard/nsguard/test/e2e/resolvers"
 )
 
@@ -36,6 +39,7 @@ func TestMain(m *testing.M) {
 		}
 		defer os.RemoveAll(dir)
 		defer cluster.KillAll()
+		defer podnet.CloseAll() // after the servers: they bind addresses it owns
 		defer coredns.StopAll()
 		if err := setUp(dir); err != nil {
 			fmt.Fprintf(os.Stderr, "e2e set-up failed: %v\n", err)

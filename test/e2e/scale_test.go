@@ -1,3 +1,5 @@
+//go:build e2e
+
 package e2e
 
 import (
@@ -84,11 +86,34 @@ func TestViewSyncAtScale(t *testing.T) {
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
+		scaleMemory(t, p)
 	})
 	t.Logf("view sync from process start: %v with the suite's objects, %v with a tenth of the scale cluster (budget %v)",
 		small.Round(time.Millisecond), tenth.Round(time.Millisecond), scaleSyncBudget)
 	if tenth > scaleSyncBudget {
 		t.Errorf("the view took %v to sync a tenth of the scale cluster; the budget is %v", tenth, scaleSyncBudget)
+	}
+}
+
+// scaleMemory compares the memory of CoreDNS with nsguard's view (withView) against a CoreDNS
+// with the kubernetes plugin alone, both synced with the same cluster and asked the same
+// questions. The view keeps names and addresses only, so it must hold less than the
+// kubernetes plugin's own cache of the same objects.
+func scaleMemory(t *testing.T, withView *pod) {
+	alone := startDNS(t, "127.53.1.32", coredns.Config{})
+	for k := range 200 {
+		name := scaleSvc(k) + "." + scaleNS(k/scaleServicesPerNS) + ".svc.cluster.local."
+		alone.waitRcode(t, name, dns.TypeA, dns.RcodeSuccess)
+		withView.waitRcode(t, name, dns.TypeA, dns.RcodeSuccess)
+	}
+	time.Sleep(5 * time.Second) // past a GC cycle in both
+	mib := func(p *pod, name string) float64 { return metric(t, p, name) / (1 << 20) }
+	rssView, rssAlone := mib(withView, "process_resident_memory_bytes"), mib(alone, "process_resident_memory_bytes")
+	heapView, heapAlone := mib(withView, "go_memstats_heap_inuse_bytes"), mib(alone, "go_memstats_heap_inuse_bytes")
+	t.Logf("resident memory at a tenth of the scale cluster: %.1f MiB with nsguard's view, %.1f MiB with the kubernetes plugin alone (+%.1f MiB); heap in use %.1f MiB and %.1f MiB",
+		rssView, rssAlone, rssView-rssAlone, heapView, heapAlone)
+	if heapView-heapAlone > heapAlone {
+		t.Errorf("nsguard's view adds %.1f MiB of heap, more than the kubernetes plugin's whole %.1f MiB", heapView-heapAlone, heapAlone)
 	}
 }
 

@@ -8,11 +8,10 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 )
 
-// Names of the incident's objects (see /work/shared/reference/incident.md).
+// Names of the incident's objects.
 const (
 	LegacyNamespace = "my-app"          // the namespace that captured the short name
 	ClientNamespace = "new-namespace-1" // where the client pod runs
@@ -26,10 +25,16 @@ const (
 	AppEndpointSlice = "my-app-e2e"
 	ManagedBy        = "nsguard-e2e" // endpointslice.kubernetes.io/managed-by
 
-	OtherApp1       = "other-app-1" // ExternalName Services in LegacyNamespace
-	OtherApp1Target = "other-app-1.example.net"
-	OtherApp2       = "other-app-2"
-	OtherApp2Target = "other-app-2.example.net"
+	// ExternalName Services in LegacyNamespace, to ClusterIP Services in OtherAppNamespace,
+	// as in the incident kube-dns was observed with.
+	OtherApp1         = "other-app-1"
+	OtherApp2         = "other-app-2"
+	OtherAppNamespace = "legacy-a"
+	OtherApp1IP       = "10.96.0.31"
+	OtherApp2IP       = "10.96.0.32"
+	OtherApp1Target   = OtherApp1 + "." + OtherAppNamespace + ".svc.cluster.local"
+	OtherApp2Target   = OtherApp2 + "." + OtherAppNamespace + ".svc.cluster.local"
+	EmptyNamespace    = "empty-ns" // a namespace without Services: its apex is NODATA on kube-dns too
 
 	ClientPod   = "client"
 	ClientImage = "registry.k8s.io/pause:3.10" // never pulled: there is no kubelet
@@ -39,7 +44,7 @@ const (
 // client Pod, whose status is set to Running with clientPodIP (the address
 // the DNS client will query from). Objects that already exist are kept.
 func ApplyIncident(ctx context.Context, cs kubernetes.Interface, clientPodIP string) error {
-	for _, ns := range []string{LegacyNamespace, ClientNamespace, AppNamespace} {
+	for _, ns := range []string{LegacyNamespace, ClientNamespace, AppNamespace, OtherAppNamespace, EmptyNamespace} {
 		_, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
 		if ignoreExists(err) != nil {
 			return fmt.Errorf("namespace %s: %w", ns, err)
@@ -47,6 +52,11 @@ func ApplyIncident(ctx context.Context, cs kubernetes.Interface, clientPodIP str
 	}
 	if err := createAppService(ctx, cs); err != nil {
 		return err
+	}
+	for name, ip := range map[string]string{OtherApp1: OtherApp1IP, OtherApp2: OtherApp2IP} {
+		if err := createClusterIPService(ctx, cs, OtherAppNamespace, name, ip); err != nil {
+			return err
+		}
 	}
 	if err := CreateExternalNameService(ctx, cs, LegacyNamespace, OtherApp1, OtherApp1Target); err != nil {
 		return err
@@ -57,16 +67,20 @@ func ApplyIncident(ctx context.Context, cs kubernetes.Interface, clientPodIP str
 	return createClientPod(ctx, cs, clientPodIP)
 }
 
-func createAppService(ctx context.Context, cs kubernetes.Interface) error {
-	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: AppService, Namespace: AppNamespace},
+// createClusterIPService creates a ClusterIP Service with the https port, without endpoints.
+func createClusterIPService(ctx context.Context, cs kubernetes.Interface, namespace, name, ip string) error {
+	return createService(ctx, cs, &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
 		Spec: corev1.ServiceSpec{
 			Type:      corev1.ServiceTypeClusterIP,
-			ClusterIP: AppClusterIP,
+			ClusterIP: ip,
 			Ports:     []corev1.ServicePort{{Name: AppPortName, Port: AppPort, Protocol: corev1.ProtocolTCP}},
 		},
-	}
-	if err := createService(ctx, cs, svc); err != nil {
+	})
+}
+
+func createAppService(ctx context.Context, cs kubernetes.Interface) error {
+	if err := createClusterIPService(ctx, cs, AppNamespace, AppService, AppClusterIP); err != nil {
 		return err
 	}
 	// No controller manager runs, so the slice is made by hand.
@@ -93,20 +107,7 @@ func createAppService(ctx context.Context, cs kubernetes.Interface) error {
 }
 
 func createClientPod(ctx context.Context, cs kubernetes.Interface, podIP string) error {
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: ClientPod, Namespace: ClientNamespace},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "client", Image: ClientImage}}},
-	}
-	if _, err := cs.CoreV1().Pods(ClientNamespace).Create(ctx, pod, metav1.CreateOptions{}); ignoreExists(err) != nil {
-		return fmt.Errorf("pod %s/%s: %w", ClientNamespace, ClientPod, err)
-	}
-	// Pods never run without a kubelet; set the status CoreDNS reads.
-	patch := fmt.Appendf(nil, `{"status":{"phase":"Running","podIP":%q,"podIPs":[{"ip":%q}]}}`, podIP, podIP)
-	_, err := cs.CoreV1().Pods(ClientNamespace).Patch(ctx, ClientPod, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
-	if err != nil {
-		return fmt.Errorf("pod %s/%s status: %w", ClientNamespace, ClientPod, err)
-	}
-	return nil
+	return CreateRunningPod(ctx, cs, ClientNamespace, ClientPod, podIP)
 }
 
 // createService creates svc unless it exists. A second create of a Service

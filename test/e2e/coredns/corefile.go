@@ -10,8 +10,8 @@ import (
 // Addresses the upstream stand-in answers.
 const (
 	CorpIP      = "198.51.100.7" // my-app.corp.example: where the pod's last search domain leads
-	OtherApp1IP = "192.0.2.11"   // other-app-1.example.net, an ExternalName target
-	OtherApp2IP = "192.0.2.12"   // other-app-2.example.net
+	External1IP = "192.0.2.11"   // other-app-1.example.net, an ExternalName target outside the cluster
+	External2IP = "192.0.2.12"   // other-app-2.example.net
 )
 
 // Config is one CoreDNS as the suite runs it: a cluster.local block and, beside it, a
@@ -63,7 +63,8 @@ var corefile = template.Must(template.New("Corefile").Parse(`cluster.local:53 {
 {{- end}}
 {{- end}}
 }
-corp.example:53 example.net:53 {
+{{template "upstream" .}}
+{{- define "upstream"}}corp.example:53 example.net:53 {
     bind {{.IP}}
     file {{.ZoneDir}}/db.corp.example corp.example
     file {{.ZoneDir}}/db.example.net example.net
@@ -74,7 +75,7 @@ corp.example:53 example.net:53 {
         rcode NXDOMAIN
     }
 }
-`))
+{{end}}`))
 
 // Corefile renders c.
 func (c Config) Corefile() string {
@@ -98,8 +99,8 @@ my-app 60 IN A   ` + CorpIP + `
 @           60 IN SOA ns.example.net. hostmaster.example.net. 1 7200 1800 86400 60
 @           60 IN NS  ns.example.net.
 ns          60 IN A   192.0.2.1
-other-app-1 60 IN A   ` + OtherApp1IP + `
-other-app-2 60 IN A   ` + OtherApp2IP + `
+other-app-1 60 IN A   ` + External1IP + `
+other-app-2 60 IN A   ` + External2IP + `
 `,
 	}
 	for name, body := range zones {

@@ -3,6 +3,7 @@ package coredns
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -22,10 +23,12 @@ type Server struct {
 	Corefile string // path of the Corefile; rewrite it to reload with the reload plugin
 	Metrics  string // host:port of the prometheus plugin, if the Corefile has one
 
-	cmd  *exec.Cmd
-	log  *syncBuffer
-	done chan struct{}
-	once sync.Once
+	cmd   *exec.Cmd
+	log   *syncBuffer
+	done  chan struct{}
+	once  sync.Once
+	ips   []string      // every address bound on port 53, checked free after the stop
+	grace time.Duration // between SIGTERM and SIGKILL at Stop; 0 kills at once
 }
 
 // Start writes corefile into dir and runs bin on it. It refuses to start when ip:53 is
@@ -38,9 +41,15 @@ func Start(ctx context.Context, bin, dir, ip, corefile, metrics, probe string) (
 	if err := os.WriteFile(path, []byte(corefile), 0o644); err != nil {
 		return nil, err
 	}
-	s := &Server{IP: ip, Corefile: path, Metrics: metrics, log: &syncBuffer{}, done: make(chan struct{})}
+	s := &Server{IP: ip, Corefile: path, Metrics: metrics, ips: []string{ip}, grace: 5 * time.Second}
 	s.cmd = exec.Command(bin, "-conf", path)
 	s.cmd.Dir = dir
+	return s.run(ctx, probe)
+}
+
+// run starts s.cmd and waits until the server answers probe.
+func (s *Server) run(ctx context.Context, probe string) (*Server, error) {
+	s.log, s.done = &syncBuffer{}, make(chan struct{})
 	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := s.cmd.Start(); err != nil {
@@ -53,6 +62,7 @@ func Start(ctx context.Context, bin, dir, ip, corefile, metrics, probe string) (
 	for {
 		select {
 		case <-s.done:
+			untrack(s)
 			return nil, fmt.Errorf("coredns exited at start:\n%s", s.Log())
 		default:
 		}
@@ -61,7 +71,7 @@ func Start(ctx context.Context, bin, dir, ip, corefile, metrics, probe string) (
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			s.Stop()
-			return nil, fmt.Errorf("coredns did not answer on %s:53 within 30s:\n%s", ip, s.Log())
+			return nil, fmt.Errorf("coredns did not answer on %s:53 within 30s:\n%s", s.IP, s.Log())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -101,19 +111,31 @@ func (s *Server) Scrape() (string, error) {
 // CPUTime is the user and system CPU time the process has used so far, from /proc.
 func (s *Server) CPUTime() (time.Duration, error) { return cpuTime(s.cmd.Process.Pid) }
 
-// Stop ends the process by its PID, waits for it, and checks that port 53 is free again.
+// Stop ends the process by its PID (SIGTERM, then SIGKILL after a grace period; at once for a
+// server started in a pod, whose lameduck would only make the test wait), waits for it, and
+// checks that port 53 is free again on every address it bound.
 func (s *Server) Stop() error {
 	var err error
 	s.once.Do(func() {
-		syscall.Kill(-s.cmd.Process.Pid, syscall.SIGTERM)
+		if s.grace > 0 {
+			syscall.Kill(-s.cmd.Process.Pid, syscall.SIGTERM)
+			select {
+			case <-s.done:
+			case <-time.After(s.grace):
+			}
+		}
 		select {
-		case <-s.done:
-		case <-time.After(5 * time.Second):
+		case <-s.done: // reaped: its PID may be another's by now
+		default:
 			syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
 			<-s.done
 		}
 		untrack(s)
-		err = waitPortFree(s.IP)
+		var errs []error
+		for _, ip := range s.ips {
+			errs = append(errs, waitPortFree(ip))
+		}
+		err = errors.Join(errs...)
 	})
 	return err
 }

@@ -22,7 +22,7 @@ import (
 const (
 	dnsIP    = "127.53.20.1" // the demo's own address: stub resolvers only talk to port 53
 	clientIP = "127.0.0.1"   // loopback queries come from here, so this is the client pod's IP
-	steps    = 8
+	steps    = 9
 )
 
 type demo struct {
@@ -32,6 +32,7 @@ type demo struct {
 	step       int
 	toolsBin   string
 	corednsBin string
+	cliBin     string
 	clients    *resolvers.Clients
 	cp         *cluster.ControlPlane
 	dns        *coredns.Server
@@ -96,9 +97,9 @@ func run() int {
 	return 0
 }
 
-// story runs steps 1 to 7; each returns an error when what it saw is not what it tells.
+// story runs steps 1 to 8; each returns an error when what it saw is not what it tells.
 func (d *demo) story() error {
-	for _, s := range []func() error{d.build, d.cluster, d.startDNS, d.trap, d.report, d.refuse, d.fix} {
+	for _, s := range []func() error{d.build, d.cluster, d.startDNS, d.trap, d.report, d.kubeDNS, d.refuse, d.fix} {
 		if err := s(); err != nil {
 			return fmt.Errorf("step %d: %w", d.step, err)
 		}
@@ -106,7 +107,7 @@ func (d *demo) story() error {
 	return nil
 }
 
-// stop is the orderly teardown of step 8; teardown is the backstop.
+// stop is the orderly teardown of step 9; teardown is the backstop.
 func (d *demo) stop() error {
 	var err error
 	if d.dns != nil {
@@ -141,16 +142,21 @@ func (d *demo) summary() {
 	fmt.Println()
 	d.bold("What you saw")
 	d.say(`A pod in new-namespace-1 looked up "my-app". Its search list turned that into my-app.svc.cluster.local,
-which cluster DNS reads as the namespace my-app. musl (Alpine) failed there; glibc and Go went on and
-reached my-app.corp.example, a different host. None reached the Service the developer meant.
-nsguard, in log mode, said who asked, what they typed, what they got and what to change, and counted
-it in coredns_nsguard_namespace_apex_answers_total: alert on that counter's rate.
-mode refuse made every resolver move past the namespace, musl included; the fix that reaches the
-right Service is in the cluster: an ExternalName Service my-app in the client's namespace.`)
+which cluster DNS reads as the namespace my-app. On CoreDNS musl (Alpine) failed there, glibc and Go
+went on to my-app.corp.example, a different host; on kube-dns every resolver reached other-app-1 or
+other-app-2, changing from one lookup to the next, or glibc failed. None reached the Service meant.
+nsguard, in log mode, said who asked, what they typed, what they got and what to change; it put an
+Event on the Pod for its team, and counted it by the client's namespace in
+coredns_nsguard_namespace_apex_answers_total: alert on that counter's rate. nsguard offenders read
+the log back as one row per client and name.
+mode refuse made every resolver move past the namespace, on CoreDNS and on kube-dns alike; the fix
+that reaches the right Service is in the cluster: an ExternalName Service my-app in the client's
+namespace.`)
 	fmt.Println()
 	d.bold("Next")
-	d.say(`make test     runs the unit and end-to-end tests, as CI does
-README.md     the nsguard directive, where it must sit among the plugins, and its metrics`)
+	d.say(`make test        runs the unit and end-to-end tests, as CI does
+README.md        the nsguard directive, where it must sit among the plugins, and its metrics
+docs/rollout.md  rolling nsguard out to a cluster, step by step`)
 }
 
 func (d *demo) header(title string) {

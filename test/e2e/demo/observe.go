@@ -95,6 +95,10 @@ func named(addr string) string {
 		return addr + " (my-app.corp.example)"
 	case cluster.AppClusterIP:
 		return addr + " (Service my-app in new-namespace-2)"
+	case cluster.OtherApp1IP:
+		return addr + " (other-app-1, a wrong app)"
+	case cluster.OtherApp2IP:
+		return addr + " (other-app-2, a wrong app)"
 	}
 	return addr
 }

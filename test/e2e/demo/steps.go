@@ -1,7 +1,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -37,6 +40,17 @@ func (d *demo) build() error {
 		}
 		d.corednsBin, err = coredns.Build(d.ctx, root, bin)
 		return err
+	}); err != nil {
+		return err
+	}
+	if err := d.timed("nsguard, the operator CLI", func() error {
+		d.cliBin = filepath.Join(d.work, "bin", "nsguard")
+		cmd := exec.CommandContext(d.ctx, "go", "build", "-o", d.cliBin, "./cmd/nsguard")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("go build ./cmd/nsguard: %v\n%s", err, out)
+		}
+		return nil
 	}); err != nil {
 		return err
 	}
@@ -97,11 +111,16 @@ func (d *demo) startDNS() error {
 	if err := coredns.WriteUpstreamZones(dir); err != nil {
 		return err
 	}
-	d.cfg = coredns.Config{IP: dnsIP, Kubeconfig: d.cp.Kubeconfig, Metrics: metrics, ZoneDir: dir, Reload: "2s", NSGuard: "nsguard"}
+	d.cfg = coredns.Config{IP: dnsIP, Kubeconfig: d.cp.Kubeconfig, Metrics: metrics, ZoneDir: dir, Reload: "2s", NSGuard: d.nsguard("")}
 	if d.dns, err = coredns.Start(d.ctx, d.corednsBin, dir, dnsIP, d.cfg.Corefile(), metrics, "cluster.local"); err != nil {
 		return err
 	}
-	d.say("The Corefile's cluster.local block (a bare nsguard line logs: mode log is the default):")
+	if err := d.dns.WaitViewSynced(d.ctx); err != nil {
+		return err
+	}
+	d.say(`The Corefile's cluster.local block. nsguard is in mode log, the default. In a pod it reaches the
+API server with its service account; here the kubeconfig stands in. 'events' puts an Event on the
+Pod that asked:`)
 	d.show(clusterBlock(d.cfg.Corefile()))
 	d.say("Two more blocks stand in for the company's upstream DNS; it knows my-app.corp.example (%s).", coredns.CorpIP)
 
@@ -171,6 +190,12 @@ func (d *demo) report() error {
 	}
 	d.say("$ grep plugin/nsguard on the CoreDNS log (a line per client and question per minute, at most):")
 	d.show(strings.Join(lines, "\n"))
+	if err := d.events(); err != nil {
+		return err
+	}
+	if err := d.offenders(); err != nil {
+		return err
+	}
 	m, err := d.apexMetrics()
 	if err != nil {
 		return err
@@ -180,14 +205,15 @@ func (d *demo) report() error {
 	}
 	d.say("$ curl %s/metrics | grep %s (every such answer, logged or not):", d.dns.Metrics, apexMetric)
 	d.show(strings.Join(m.lines, "\n"))
-	d.say(`Each line says who asked (client=), what they most likely typed (typed=), what they got, and
-what to change (fix=). The counter is what to alert on.`)
+	d.say(`Each line says who asked (client=, pod=), what they most likely typed (typed=), what they got,
+and what to change (fix=). The counter says which namespace's Pods still depend on the trap
+(client_namespace): it is what to alert on.`)
 	return nil
 }
 
 func (d *demo) refuse() error {
 	d.header("Refusing: mode refuse, switched on by a reload")
-	d.cfg.NSGuard = "nsguard {\n        mode refuse\n    }"
+	d.cfg.NSGuard = d.nsguard("mode refuse")
 	mark := len(d.dns.Log())
 	start := time.Now()
 	if err := d.dns.Reload(d.cfg.Corefile()); err != nil {
@@ -198,7 +224,7 @@ func (d *demo) refuse() error {
 	if err != nil {
 		return fmt.Errorf("expected %s A to turn NXDOMAIN after the reload: %w", apex, err)
 	}
-	d.say("The Corefile's bare nsguard line is now:")
+	d.say("The Corefile's nsguard block is now:")
 	d.show(strings.ReplaceAll(d.cfg.NSGuard, "\n    ", "\n"))
 	d.say("The reload plugin picked it up in %.1fs: %s A now answers %s.", time.Since(start).Seconds(), apex, brief(m))
 	d.say(`The pod looks up "my-app" again:`)
@@ -228,6 +254,54 @@ func (d *demo) refuse() error {
 behave alike, and none stops at the namespace. But they all reach my-app.corp.example, still not
 the Service in new-namespace-2: refusing cannot know which Service was meant. The real fix is the
 one from the incident's blog post.`)
+	return nil
+}
+
+// nsguard is the demo's nsguard block, with a line more.
+func (d *demo) nsguard(line string) string {
+	lines := []string{"kubeconfig " + d.cp.Kubeconfig, "events 1m"}
+	if line != "" {
+		lines = append([]string{line}, lines...)
+	}
+	return "nsguard {\n        " + strings.Join(lines, "\n        ") + "\n    }"
+}
+
+// events shows the Event on the client Pod, where its team looks.
+func (d *demo) events() error {
+	var out []byte
+	for deadline := time.Now().Add(15 * time.Second); ; {
+		var err error
+		out, err = d.cp.Kubectl(d.ctx, "get", "events", "-n", cluster.ClientNamespace, "--field-selector", "reason=DNSNameThroughNamespace")
+		if err != nil {
+			return err
+		}
+		if strings.Contains(string(out), "pod/"+cluster.ClientPod) {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("expected an Event on pod/%s, got:\n%s", cluster.ClientPod, out)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	d.say("The team that owns the Pod sees it where it looks:")
+	d.say("$ kubectl get events -n %s --field-selector reason=DNSNameThroughNamespace", cluster.ClientNamespace)
+	d.show(string(out))
+	return nil
+}
+
+// offenders runs nsguard offenders on the CoreDNS log, as an operator would on kubectl logs.
+func (d *demo) offenders() error {
+	logFile := filepath.Join(d.work, "coredns.log")
+	if err := os.WriteFile(logFile, []byte(d.dns.Log()), 0o644); err != nil {
+		return err
+	}
+	out, err := exec.CommandContext(d.ctx, d.cliBin, "offenders", logFile).Output()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(string(out), cluster.ClientNamespace+"/"+cluster.ClientPod) {
+		return fmt.Errorf("expected nsguard offenders to name pod %s/%s (exit status 1): %v\n%s", cluster.ClientNamespace, cluster.ClientPod, err, out)
+	}
+	d.say("$ kubectl -n kube-system logs -l k8s-app=kube-dns --prefix --timestamps | nsguard offenders")
+	d.show(string(out))
 	return nil
 }
 

@@ -1,11 +1,14 @@
-// Package kubedns is a tiny DNS server that answers like a LEGACY kube-dns
-// holding the incident's fixtures (see shared/reference/dns-behavior.md):
-// namespace `my-app` still exists and holds two ExternalName Services,
-// other-app-1 and other-app-2. kube-dns stores ExternalName Services on the
-// namespace node, so `my-app.svc.cluster.local` answers with a CNAME to one
-// target (SkyDNS keeps one CNAME per owner) plus the A records of BOTH
-// targets, in random order. Tests use it to show what real stub resolvers
-// make of that answer, without needing CoreDNS or a control plane.
+// Package kubedns is a stand-in for the legacy kube-dns, the cluster DNS some managed
+// clusters still run. It answers from a cluster's objects with clusterdns's model of
+// kube-dns, and puts the answer on the wire as kube-dns does:
+//
+//   - a namespace apex that holds several ExternalName Services answers one CNAME, to the
+//     last target in a Go map's order, with every target's addresses, the records of the
+//     answer rebuilt from that map, so in random order too;
+//   - NXDOMAIN carries no AA and no RA; NODATA carries AA; both carry kube-dns's SOA,
+//     ns.dns.<zone> hostmaster.<zone> <hour> 28800 7200 604800 60, with TTL 60;
+//   - answer records have TTL 30, and there is no OPT record;
+//   - names outside the zone, and ExternalName targets outside it, go to an upstream.
 package kubedns
 
 import (
@@ -13,35 +16,39 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/nsguard/nsguard/clusterdns"
 )
 
-// Fixture names and addresses, exported so tests assert against them.
+// Zone is the cluster zone the stand-in serves.
+const Zone = "cluster.local."
+
+// ttl is kube-dns's TTL of every answer record; negativeTTL that of its SOA.
 const (
-	Zone      = "cluster.local."
-	TrapName  = "my-app.svc.cluster.local." // namespace apex of the legacy namespace
-	Target1   = "other-app-1.example.net."  // CNAME target kept by kube-dns
-	Target2   = "other-app-2.example.net."  // second target, A record only
-	Target1IP = "192.0.2.11"
-	Target2IP = "192.0.2.12"
-	FixedName = "my-app.new-namespace-2.svc.cluster.local." // the Service the pod meant
-	FixedIP   = "10.96.0.20"
-	ttl       = 30
+	ttl         = 30
+	negativeTTL = 60
 )
 
 // Server is a running stand-in on UDP and TCP.
 type Server struct {
 	udp, tcp *dns.Server
 	addr     string
+	cluster  atomic.Pointer[clusterdns.Cluster]
+	upstream clusterdns.UpstreamResolver
 }
 
-// Start listens on addr ("ip:port", port 0 picks one) for UDP and TCP.
-// Listening happens before Start returns, so a busy port is reported here:
-// Go does not set SO_REUSEPORT, so even a leftover CoreDNS makes this fail.
-func Start(addr string) (*Server, error) {
+// Start listens on addr ("ip:port", port 0 picks one) for UDP and TCP and answers from c;
+// upstream ("ip:port", or "" for none) answers names outside the zone. Listening happens
+// before Start returns, so a busy port is reported here: Go does not set SO_REUSEPORT, so
+// even a leftover CoreDNS makes this fail.
+func Start(addr string, c *clusterdns.Cluster, upstream string) (*Server, error) {
 	pc, err := net.ListenPacket("udp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("kubedns: %s/udp not free (leftover server?): %w", addr, err)
@@ -53,9 +60,13 @@ func Start(addr string) (*Server, error) {
 		return nil, fmt.Errorf("kubedns: %s/tcp not free (leftover server?): %w", addr, err)
 	}
 	s := &Server{addr: pc.LocalAddr().String()}
+	if upstream != "" {
+		s.upstream = forwarder(upstream)
+	}
+	s.cluster.Store(c)
 	var started sync.WaitGroup
 	started.Add(2)
-	h := dns.HandlerFunc(handle)
+	h := dns.HandlerFunc(s.handle)
 	s.udp = &dns.Server{PacketConn: pc, Handler: h, NotifyStartedFunc: started.Done}
 	s.tcp = &dns.Server{Listener: l, Handler: h, NotifyStartedFunc: started.Done}
 	go s.udp.ActivateAndServe()
@@ -68,63 +79,111 @@ func Start(addr string) (*Server, error) {
 // Addr is the "ip:port" both transports listen on.
 func (s *Server) Addr() string { return s.addr }
 
+// SetCluster replaces the objects the stand-in answers from, as kube-dns's watch would.
+func (s *Server) SetCluster(c *clusterdns.Cluster) { s.cluster.Store(c) }
+
 // Close stops both listeners.
 func (s *Server) Close() error {
 	return errors.Join(s.udp.Shutdown(), s.tcp.Shutdown())
 }
 
-func handle(w dns.ResponseWriter, req *dns.Msg) {
+func (s *Server) handle(w dns.ResponseWriter, req *dns.Msg) {
+	if len(req.Question) != 1 {
+		m := new(dns.Msg)
+		m.SetRcode(req, dns.RcodeFormatError)
+		w.WriteMsg(m)
+		return
+	}
+	q := req.Question[0]
+	qname := strings.ToLower(q.Name)
+	if !dns.IsSubDomain(Zone, qname) {
+		w.WriteMsg(s.forward(req))
+		return
+	}
+	a := s.cluster.Load().KubeDNS(qname, dns.TypeToString[q.Qtype], Zone, s.upstream)
+	w.WriteMsg(reply(req, a))
+}
+
+// reply puts a on the wire as kube-dns does.
+func reply(req *dns.Msg, a clusterdns.Answer) *dns.Msg {
 	m := new(dns.Msg)
-	m.SetReply(req) // echoes the question as asked, case included
-	m.Authoritative = true
-	if len(req.Question) == 1 {
-		answer(m, req.Question[0])
-	} else {
-		m.Rcode = dns.RcodeFormatError
+	if a.Rcode == clusterdns.NXDomain {
+		m.SetRcode(req, dns.RcodeNameError) // a fresh message: no AA, no RA
+		m.Ns = []dns.RR{soa()}
+		return m
 	}
-	_ = w.WriteMsg(m)
+	m.SetReply(req) // the question as asked, case included
+	m.Authoritative, m.RecursionAvailable = true, true
+	q := req.Question[0]
+	for _, r := range answerRecords(q.Name, a) {
+		m.Answer = append(m.Answer, rr(r, q.Name))
+	}
+	for _, r := range a.Additional {
+		m.Extra = append(m.Extra, rr(r, q.Name))
+	}
+	if len(m.Answer) == 0 {
+		m.Ns = []dns.RR{soa()}
+	}
+	return m
 }
 
-// answer fills m for q. Matching is case-insensitive; owner names of records
-// for the asked name keep the asker's spelling, as real servers do.
-func answer(m *dns.Msg, q dns.Question) {
-	name := strings.ToLower(q.Name)
-	switch {
-	case name == TrapName:
-		// CNAME for every type; for A, both targets' A records, shuffled.
-		m.Answer = append(m.Answer, &dns.CNAME{Hdr: hdr(q.Name, dns.TypeCNAME), Target: Target1})
-		if q.Qtype == dns.TypeA {
-			as := []dns.RR{a(Target1, Target1IP), a(Target2, Target2IP)}
-			rand.Shuffle(len(as), func(i, j int) { as[i], as[j] = as[j], as[i] })
-			m.Answer = append(m.Answer, as...)
+// answerRecords orders a's records as kube-dns does. It walks the namespace's entries in
+// random order, each a CNAME and its target's records, then keeps one CNAME per owner, the
+// last one, in a Go map; when that map holds fewer records, the answer is rebuilt from it.
+func answerRecords(qname string, a clusterdns.Answer) []clusterdns.Record {
+	if len(a.CNAMEOneOf) == 0 {
+		recs := a.Records
+		if a.Shuffled {
+			recs = append([]clusterdns.Record(nil), recs...)
+			rand.Shuffle(len(recs), func(i, j int) { recs[i], recs[j] = recs[j], recs[i] })
 		}
-	case name == FixedName:
-		if q.Qtype == dns.TypeA {
-			m.Answer = append(m.Answer, a(q.Name, FixedIP))
-		} else {
-			m.Ns = append(m.Ns, soa()) // NODATA
-		}
-	case name == Zone || name == "svc."+Zone:
-		m.Ns = append(m.Ns, soa()) // zone and svc apex exist: NODATA
-	default:
-		// Everything else, in the zone or not, is NXDOMAIN so the stub
-		// resolvers go on down the search list (REFUSED would stop glibc).
-		m.Rcode = dns.RcodeNameError
-		if dns.IsSubDomain(Zone, name) {
-			m.Ns = append(m.Ns, soa())
+		return recs
+	}
+	owner := strings.ToLower(qname)
+	targets := append([]string(nil), a.CNAMEOneOf...)
+	rand.Shuffle(len(targets), func(i, j int) { targets[i], targets[j] = targets[j], targets[i] })
+	var walked []clusterdns.Record
+	for _, t := range targets {
+		walked = append(walked, clusterdns.Record{Owner: owner, Type: clusterdns.TypeCNAME, Data: t})
+		for _, r := range a.Records {
+			if r.Owner == t {
+				walked = append(walked, r)
+			}
 		}
 	}
+	kept := map[string]clusterdns.Record{}
+	for _, r := range walked {
+		key := r.String()
+		if r.Type == clusterdns.TypeCNAME {
+			key = r.Owner + " CNAME"
+		}
+		kept[key] = r
+	}
+	out := make([]clusterdns.Record, 0, len(kept))
+	for _, r := range kept { // a Go map's order, as kube-dns's
+		out = append(out, r)
+	}
+	return out
 }
 
-func hdr(name string, t uint16) dns.RR_Header {
-	return dns.RR_Header{Name: name, Rrtype: t, Class: dns.ClassINET, Ttl: ttl}
-}
-
-func a(name, ip string) dns.RR {
-	return &dns.A{Hdr: hdr(name, dns.TypeA), A: net.ParseIP(ip).To4()}
+// rr makes a clusterdns record a wire record; the question's name keeps the client's case.
+func rr(r clusterdns.Record, qname string) dns.RR {
+	owner := r.Owner
+	if strings.EqualFold(owner, qname) {
+		owner = qname
+	}
+	x, err := dns.NewRR(owner + " " + strconv.Itoa(ttl) + " IN " + r.Type + " " + r.Data)
+	if err != nil {
+		panic(fmt.Sprintf("kubedns: record %q: %v", r, err)) // the model made it: a bug there
+	}
+	return x
 }
 
 func soa() dns.RR {
-	return &dns.SOA{Hdr: hdr(Zone, dns.TypeSOA), Ns: "ns.dns." + Zone, Mbox: "hostmaster." + Zone,
-		Serial: 1, Refresh: 7200, Retry: 1800, Expire: 86400, Minttl: ttl}
+	return &dns.SOA{
+		Hdr: dns.RR_Header{Name: Zone, Rrtype: dns.TypeSOA, Class: dns.ClassINET, Ttl: negativeTTL},
+		Ns:  "ns.dns." + Zone, Mbox: "hostmaster." + Zone,
+		Serial:  uint32(time.Now().Truncate(time.Hour).Unix()),
+		Refresh: 28800, Retry: 7200, Expire: 604800, Minttl: negativeTTL,
+	}
 }

@@ -131,9 +131,28 @@ func Build(ctx context.Context, outDir string) (*Clients, error) {
 // is $1, as in a pod; the host's file is never touched. $2.. is the command.
 const nsScript = `mount --make-rprivate / && mount --bind "$1" /etc/resolv.conf && shift && exec "$@"`
 
-// Lookup resolves name with the given resolver as a pod with resolvConf would.
-// A resolver failure is a Result with Err set; error is for harness failures.
+// Lookup resolves name with the given resolver as a pod with resolvConf would, from the
+// host's network. A resolver failure is a Result with Err set; error is for harness failures.
 func (c *Clients) Lookup(ctx context.Context, kind Kind, resolvConf, name string) (Result, error) {
+	return c.lookup(kind, resolvConf, name, func(argv []string) *exec.Cmd {
+		return exec.CommandContext(ctx, argv[0], argv[1:]...)
+	})
+}
+
+// Netns runs commands inside a pod's network namespace; *podnet.Pod is one.
+type Netns interface {
+	Command(ctx context.Context, argv ...string) *exec.Cmd
+}
+
+// LookupInPod is Lookup from inside pod's network namespace: the queries leave from the pod's
+// address, as they would from a real pod.
+func (c *Clients) LookupInPod(ctx context.Context, pod Netns, kind Kind, resolvConf, name string) (Result, error) {
+	return c.lookup(kind, resolvConf, name, func(argv []string) *exec.Cmd {
+		return pod.Command(ctx, argv...)
+	})
+}
+
+func (c *Clients) lookup(kind Kind, resolvConf, name string, command func([]string) *exec.Cmd) (Result, error) {
 	bin, ok := c.bins[kind]
 	if !ok {
 		return Result{}, fmt.Errorf("unknown resolver %v", kind)
@@ -142,7 +161,7 @@ func (c *Clients) Lookup(ctx context.Context, kind Kind, resolvConf, name string
 	if err != nil {
 		return Result{}, err
 	}
-	cmd := exec.CommandContext(ctx, "unshare", "-m", "sh", "-c", nsScript, "sh", abs, bin, name)
+	cmd := command([]string{"unshare", "-m", "sh", "-c", nsScript, "sh", abs, bin, name})
 	// netdns=go matters for the Go client only; harmless for the others.
 	cmd.Env = append(os.Environ(), "GODEBUG=netdns=go")
 	var stdout, stderr bytes.Buffer
