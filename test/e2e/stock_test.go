@@ -27,7 +27,8 @@ type distro struct {
 
 var distros = []distro{
 	{name: "kubeadm"}, {name: "kubeadm-pre-v1.32"}, {name: "coredns-helm"}, {name: "k3s-rendered"},
-	{name: "eks"}, {name: "aks"}, {name: "nodelocaldns", nodeLocal: true},
+	{name: "rke2-coredns"}, {name: "coredns-deployment"}, {name: "eks"}, {name: "aks"},
+	{name: "nodelocaldns", nodeLocal: true},
 }
 
 // The suite's addresses: servers on the host's lo, pods behind their veths.

@@ -125,7 +125,7 @@ ip6.arpa:53 {
 
 // Every stock Corefile renders; each line is the source's, or one the renderer owns.
 func TestRenderChangesOnlyAddresses(t *testing.T) {
-	for _, name := range []string{"kubeadm", "kubeadm-pre-v1.32", "coredns-helm", "k3s-rendered", "eks", "aks", "nodelocaldns"} {
+	for _, name := range []string{"kubeadm", "kubeadm-pre-v1.32", "coredns-helm", "k3s-rendered", "rke2-coredns", "coredns-deployment", "eks", "aks", "nodelocaldns"} {
 		t.Run(name, func(t *testing.T) {
 			src := fixture(t, name)
 			got, err := Render(src, addrs, "nsguard")
