@@ -31,8 +31,7 @@ const (
 // shares a message that the server may still change.
 type eventItem struct {
 	server string
-	pod    string // "namespace/name"
-	d      decision
+	d      decision // d.pod is the client Pod, "namespace/name"
 	qname  string
 	qtype  uint16
 }
@@ -64,7 +63,7 @@ func newEventer(g *NSGuard, client kubernetes.Interface, interval time.Duration)
 // offer queues an Event for d, or counts it dropped when the queue is full.
 func (e *eventer) offer(server string, r *dns.Msg, d decision) {
 	select {
-	case e.queue <- eventItem{server: server, pod: d.pod, d: d, qname: r.Question[0].Name, qtype: r.Question[0].Qtype}:
+	case e.queue <- eventItem{server: server, d: d, qname: r.Question[0].Name, qtype: r.Question[0].Qtype}:
 	default:
 		eventDrops.get(serverLabels{server, dropQueueFull}).Inc()
 	}
@@ -111,7 +110,7 @@ func (e *eventer) run(ctx context.Context, recorder events.EventRecorder) {
 // API server is out of reach: then client-go would only pile the Event up in retries.
 func (e *eventer) record(recorder events.EventRecorder, sent map[eventKey]time.Time, it eventItem) {
 	typed := typedName(it.d)
-	key := eventKey{pod: it.pod, name: typed, kind: it.d.kind}
+	key := eventKey{pod: it.d.pod, name: typed, kind: it.d.kind}
 	now := time.Now()
 	if last, ok := sent[key]; ok && now.Sub(last) < e.interval {
 		return
@@ -120,8 +119,8 @@ func (e *eventer) record(recorder events.EventRecorder, sent map[eventKey]time.T
 		eventDrops.get(serverLabels{it.server, dropUnreachable}).Inc()
 		return
 	}
-	ns, name, _ := strings.Cut(it.pod, "/")
-	uid, ok := e.g.view.podUID(it.pod)
+	ns, name, _ := strings.Cut(it.d.pod, "/")
+	uid, ok := e.g.view.podUID(it.d.pod)
 	if !ok {
 		eventDrops.get(serverLabels{it.server, dropPodGone}).Inc()
 		return

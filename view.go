@@ -17,8 +17,7 @@ type view struct {
 	endpoints map[string]map[string]int // "namespace/service" → endpoint name → how many slices name it
 	pods      map[string]string         // IP → "namespace/name", for an address only one live Pod holds
 	shared    map[string][]string       // IP → the Pods, when more than one holds it
-	podIPs    map[string][]string       // "namespace/name" → its IPs, to undo on update
-	podUIDs   map[string]string         // "namespace/name" → its UID, when Events are on
+	livePods  map[string]*podObj        // "namespace/name" → the Pod with addresses: its IPs to undo on update, its UID for Events
 
 	synced atomic.Bool // every informer has synced
 	stale  atomic.Bool // a request to the API server failed and none has succeeded since
@@ -34,8 +33,7 @@ func newView() *view {
 		endpoints: map[string]map[string]int{},
 		pods:      map[string]string{},
 		shared:    map[string][]string{},
-		podIPs:    map[string][]string{},
-		podUIDs:   map[string]string{},
+		livePods:  map[string]*podObj{},
 	}
 }
 
@@ -71,8 +69,10 @@ func (v *view) pod(ip []byte) string {
 func (v *view) podUID(key string) (string, bool) {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
-	uid, ok := v.podUIDs[key]
-	return uid, ok
+	if p := v.livePods[key]; p != nil && p.uid != "" {
+		return p.uid, true
+	}
+	return "", false
 }
 
 // hasService reports whether Service name exists in namespace ns.
@@ -172,18 +172,16 @@ func (v *view) setPod(o *podObj, present bool) {
 	key := o.namespace + "/" + o.name
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	for _, ip := range v.podIPs[key] {
-		v.release(ip, key)
+	if old := v.livePods[key]; old != nil {
+		for _, ip := range old.ips {
+			v.release(ip, key)
+		}
+		delete(v.livePods, key)
 	}
-	delete(v.podIPs, key)
-	delete(v.podUIDs, key)
 	if present && len(o.ips) > 0 {
-		v.podIPs[key] = o.ips
+		v.livePods[key] = o
 		for _, ip := range o.ips {
 			v.claim(ip, key)
-		}
-		if o.uid != "" {
-			v.podUIDs[key] = o.uid
 		}
 	}
 }

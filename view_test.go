@@ -117,8 +117,8 @@ func TestViewUpdates(t *testing.T) {
 		t.Error("a Pod's old address must be forgotten when it changes")
 	}
 	v.setPod(p, false)
-	if len(v.pods) != 0 || len(v.podIPs) != 0 {
-		t.Errorf("deleted Pod left %v %v", v.pods, v.podIPs)
+	if len(v.pods) != 0 || len(v.livePods) != 0 {
+		t.Errorf("deleted Pod left %v %v", v.pods, v.livePods)
 	}
 
 	// Two slices naming one endpoint: it goes only when both do.
@@ -252,8 +252,8 @@ func TestPodIdentity(t *testing.T) {
 			t.Errorf("%s: pod(%s) = %q, want %q", s.what, s.ip, got, s.want)
 		}
 	}
-	if len(v.pods) != 0 || len(v.shared) != 0 || len(v.podIPs) != 0 {
-		t.Errorf("left behind: pods %v, shared %v, podIPs %v", v.pods, v.shared, v.podIPs)
+	if len(v.pods) != 0 || len(v.shared) != 0 || len(v.livePods) != 0 {
+		t.Errorf("left behind: pods %v, shared %v, livePods %v", v.pods, v.shared, v.livePods)
 	}
 }
 

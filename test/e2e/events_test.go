@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -114,7 +113,7 @@ func TestEventsAPIServerAway(t *testing.T) {
 		t.Errorf("the apex gave %v with the API server away, want NODATA as before", res)
 	}
 	p.expect(t, "my-app", trapped)
-	for deadline := time.Now().Add(10 * time.Second); metricWith(t, p, "coredns_nsguard_events_dropped_total", `reason="unreachable"`) == 0; {
+	for deadline := time.Now().Add(10 * time.Second); metric(t, p, "coredns_nsguard_events_dropped_total", "reason=unreachable") == 0; {
 		if time.Now().After(deadline) {
 			t.Fatal("no Event counted as dropped while the API server was away")
 		}
@@ -159,21 +158,4 @@ func TestOffendersFromRealLog(t *testing.T) {
 		report.Rows[0].Namespace != cluster.ClientNamespace || report.Rows[0].Typed != "my-app" || report.Rows[0].Count != answers {
 		t.Errorf("offenders %+v, want one row for the client and my-app counting all %v answers", report.Rows, answers)
 	}
-}
-
-// metricWith sums the samples of name whose labels hold label.
-func metricWith(t *testing.T, p *pod, name, label string) float64 {
-	t.Helper()
-	body, err := p.dns.Scrape()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var total float64
-	for _, m := range regexp.MustCompile(`(?m)^`+regexp.QuoteMeta(name)+`\{([^}]*)\} (\S+)$`).FindAllStringSubmatch(body, -1) {
-		if strings.Contains(m[1], label) {
-			v, _ := strconv.ParseFloat(m[2], 64)
-			total += v
-		}
-	}
-	return total
 }

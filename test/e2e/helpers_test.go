@@ -4,9 +4,7 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -126,24 +124,22 @@ func (p *pod) nsguardLines() []string {
 	return lines
 }
 
-var apexCounter = regexp.MustCompile(`(?m)^coredns_nsguard_namespace_apex_answers_total\{action="(\w+)",answer="(\w+)",[^}]*\} (\S+)$`)
+// scrape returns srv's /metrics page.
+func scrape(t *testing.T, srv *coredns.Server) string {
+	t.Helper()
+	body, err := srv.Scrape()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return body
+}
+
+const apexMetric = "coredns_nsguard_namespace_apex_answers_total"
 
 // apexAnswers sums the namespace apex counter on the real /metrics page by action/answer.
 func (p *pod) apexAnswers(t *testing.T) map[string]float64 {
 	t.Helper()
-	body, err := p.dns.Scrape()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]float64{}
-	for _, m := range apexCounter.FindAllStringSubmatch(body, -1) {
-		var v float64
-		if _, err := fmt.Sscan(m[3], &v); err != nil {
-			t.Fatal(err)
-		}
-		out[m[1]+"/"+m[2]] += v
-	}
-	return out
+	return coredns.SumBy(scrape(t, p.dns), apexMetric, "action", "answer")
 }
 
 // isNoData reports an answer that is NOERROR with no records and the zone's SOA.

@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -171,48 +169,14 @@ func waitGuardLine(t *testing.T, srv *coredns.Server, want ...string) {
 	}
 }
 
-var (
-	apexSample  = regexp.MustCompile(`(?m)^coredns_nsguard_namespace_apex_answers_total\{([^}]*)\} (\S+)$`)
-	actionLabel = regexp.MustCompile(`\baction="([^"]*)"`)
-	cacheHit    = regexp.MustCompile(`(?m)^coredns_cache_hits_total\{[^}]*\} (\S+)$`)
-)
-
 // cacheHits sums coredns_cache_hits_total over every label: answers the cache plugin served.
 func cacheHits(t *testing.T, srv *coredns.Server) float64 {
 	t.Helper()
-	body, err := srv.Scrape()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sum float64
-	for _, m := range cacheHit.FindAllStringSubmatch(body, -1) {
-		v, err := strconv.ParseFloat(m[1], 64)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sum += v
-	}
-	return sum
+	return coredns.Sum(scrape(t, srv), "coredns_cache_hits_total")
 }
 
 // apexCounts sums coredns_nsguard_namespace_apex_answers_total over all labels but action.
 func apexCounts(t *testing.T, srv *coredns.Server) map[string]float64 {
 	t.Helper()
-	body, err := srv.Scrape()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]float64{}
-	for _, m := range apexSample.FindAllStringSubmatch(body, -1) {
-		v, err := strconv.ParseFloat(m[2], 64)
-		if err != nil {
-			t.Fatal(err)
-		}
-		action := "?"
-		if a := actionLabel.FindStringSubmatch(m[1]); a != nil {
-			action = a[1]
-		}
-		out[action] += v
-	}
-	return out
+	return coredns.SumBy(scrape(t, srv), apexMetric, "action")
 }

@@ -4,8 +4,6 @@ package e2e
 
 import (
 	"context"
-	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -182,18 +180,9 @@ func TestAPIServerRestart(t *testing.T) {
 }
 
 // metric sums the samples of one metric on the server's /metrics page.
-func metric(t *testing.T, p *pod, name string) float64 {
+func metric(t *testing.T, p *pod, name string, match ...string) float64 {
 	t.Helper()
-	body, err := p.dns.Scrape()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var total float64
-	for _, m := range regexp.MustCompile(`(?m)^`+regexp.QuoteMeta(name)+`(?:\{[^}]*\})? (\S+)$`).FindAllStringSubmatch(body, -1) {
-		v, _ := strconv.ParseFloat(m[1], 64)
-		total += v
-	}
-	return total
+	return coredns.Sum(scrape(t, p.dns), name, match...)
 }
 
 // 50 Corefile reloads leave no goroutine or watch behind.
@@ -227,18 +216,11 @@ func TestReloadsDoNotLeak(t *testing.T) {
 	}
 }
 
-var goroutineLine = regexp.MustCompile(`(?m)^go_goroutines (\d+)$`)
-
 func goroutines(t *testing.T, p *pod) int {
 	t.Helper()
-	body, err := p.dns.Scrape()
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := goroutineLine.FindStringSubmatch(body)
-	if m == nil {
+	samples := coredns.Samples(scrape(t, p.dns), "go_goroutines")
+	if len(samples) != 1 {
 		t.Fatal("no go_goroutines on /metrics")
 	}
-	n, _ := strconv.Atoi(m[1])
-	return n
+	return int(samples[0].Value)
 }

@@ -22,9 +22,9 @@ const (
 	podA, podB = "10.250.0.1", "10.250.0.2"
 )
 
-// Each pod's packets reach a server on lo from the pod's own address, over UDP and TCP, and a
-// command run in the pod sees the pod's interface; Close leaves nothing behind.
-func TestPodsHaveTheirOwnAddress(t *testing.T) {
+// withServer is a fresh pod network with serverIP on lo, closed when t ends.
+func withServer(t *testing.T) *Network {
+	t.Helper()
 	n, err := New(testPrefix)
 	if err != nil {
 		t.Fatal(err)
@@ -33,6 +33,13 @@ func TestPodsHaveTheirOwnAddress(t *testing.T) {
 	if err := n.AddServiceAddr(serverIP); err != nil {
 		t.Fatal(err)
 	}
+	return n
+}
+
+// Each pod's packets reach a server on lo from the pod's own address, over UDP and TCP, and a
+// command run in the pod sees the pod's interface; Close leaves nothing behind.
+func TestPodsHaveTheirOwnAddress(t *testing.T) {
+	n := withServer(t)
 	a, err := n.AddPod("a", podA)
 	if err != nil {
 		t.Fatal(err)
@@ -178,14 +185,7 @@ func ours(t *testing.T, prefix string) string {
 // Dial leaves every thread in the host's network namespace and ends none: a child started with
 // Pdeathsig from a thread that ended would be killed.
 func TestDialLeavesThreadsAlone(t *testing.T) {
-	n, err := New(testPrefix)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { n.Close() })
-	if err := n.AddServiceAddr(serverIP); err != nil {
-		t.Fatal(err)
-	}
+	n := withServer(t)
 	p, err := n.AddPod("a", podA)
 	if err != nil {
 		t.Fatal(err)
