@@ -8,6 +8,8 @@ import (
 	"github.com/coredns/coredns/plugin/test"
 
 	"github.com/miekg/dns"
+
+	"github.com/nsguard/nsguard/clusterdns"
 )
 
 // FuzzServeDNS sends arbitrary packed messages through nsguard in both modes, in front of
@@ -31,6 +33,15 @@ func FuzzServeDNS(f *testing.F) {
 		r := new(dns.Msg)
 		if err := r.Unpack(data); err != nil {
 			return // the server drops what does not unpack before any plugin sees it
+		}
+		zones := []string{"cluster.local.", "."}
+		for _, q := range r.Question { // the quick look must let through every name Classify holds
+			n := clusterdns.Classify(q.Name, zones)
+			g := New(testConfig(zones, ModeLog, dns.RcodeNameError))
+			g.view = newView()
+			if (n.Shape == clusterdns.NamespaceApex || n.Shape == clusterdns.EndpointName && clusterdns.IsDNSLabel(n.Endpoint)) && !g.mayHold(q.Name) {
+				t.Errorf("mayHold(%q) = false, but Classify reads it as %s", q.Name, n.Shape)
+			}
 		}
 		for _, mode := range []Mode{ModeLog, ModeRefuse} {
 			for _, name := range names {

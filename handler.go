@@ -20,6 +20,8 @@ type NSGuard struct {
 	Next plugin.Handler
 
 	zones           []string // guarded zones; set at start-up when they default
+	apexDots        uint64   // bit n: a namespace apex under a zone has n dots
+	endpointDots    uint64   // bit n: an endpoint name under a zone has n dots
 	mode            Mode     // for namespace apex answers
 	shadows         Mode     // for endpoint shadows
 	rcode           int
@@ -34,8 +36,7 @@ type NSGuard struct {
 
 // New returns an NSGuard for cfg, without a cluster view.
 func New(cfg config) *NSGuard {
-	return &NSGuard{
-		zones:           cfg.zones,
+	g := &NSGuard{
 		mode:            cfg.mode,
 		shadows:         cfg.shadows,
 		rcode:           cfg.rcode,
@@ -43,6 +44,30 @@ func New(cfg config) *NSGuard {
 		allowClients:    cfg.allowClients,
 		limiter:         newLogLimiter(cfg.logInterval, cfg.logLimit),
 	}
+	g.setZones(cfg.zones)
+	return g
+}
+
+// setZones sets the guarded zones, and the dot counts of the names held under them.
+func (g *NSGuard) setZones(zones []string) {
+	g.zones = zones
+	g.apexDots = dotCounts(zones, 2)
+	g.endpointDots = dotCounts(zones, 4)
+}
+
+// dotCounts returns as bits how many dots a name of labels labels below each zone has.
+func dotCounts(zones []string, labels int) uint64 {
+	var bits uint64
+	for _, z := range zones {
+		n := strings.Count(z, ".")
+		if z == "." {
+			n = 0 // the root's dot ends the last label below it
+		}
+		if n+labels < 64 {
+			bits |= 1 << (n + labels)
+		}
+	}
+	return bits
 }
 
 // Name implements plugin.Handler.
@@ -55,10 +80,19 @@ func (g *NSGuard) Ready() bool { return g.view == nil || g.view.synced.Load() }
 // shadow a Service are held; everything else goes straight on, with no writer of ours and no
 // allocation. It keeps its stack frame small: every plugin after it runs on top of it.
 func (g *NSGuard) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
-	if g.holds(ctx, r) {
+	if len(r.Question) == 1 && g.mayHold(r.Question[0].Name) && g.holds(ctx, r) {
 		return g.hold(ctx, w, r)
 	}
 	return plugin.NextOrFailure(g.Name(), g.Next, ctx, w, r)
+}
+
+// mayHold is the quick look that lets nearly every name through by counting its dots: a
+// namespace apex has two labels below its zone, an endpoint name four. An escaped dot adds to
+// the count, but a label that holds an escape is never a Kubernetes name, so such a name is
+// never held either.
+func (g *NSGuard) mayHold(qname string) bool {
+	dots := strings.Count(qname, ".")
+	return g.apexDots>>dots&1 != 0 || g.view != nil && g.endpointDots>>dots&1 != 0
 }
 
 // holds reports whether r asks for a name nsguard must see the answer to: a namespace
@@ -66,41 +100,18 @@ func (g *NSGuard) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg
 //
 //go:noinline
 func (g *NSGuard) holds(ctx context.Context, r *dns.Msg) bool {
-	if len(r.Question) != 1 || r.Opcode != dns.OpcodeQuery {
+	if r.Opcode != dns.OpcodeQuery {
 		return false
 	}
 	q := r.Question[0]
 	if q.Qclass != dns.ClassINET || q.Qtype == dns.TypeAXFR || q.Qtype == dns.TypeIXFR {
 		return false
 	}
-	zone := clusterdns.MatchZone(q.Name, g.zones)
-	if !g.mayHold(q.Name, zone) {
-		return false
-	}
-	switch n := clusterdns.ClassifyIn(q.Name, zone); n.Shape {
+	switch n := clusterdns.Classify(q.Name, g.zones); n.Shape {
 	case clusterdns.NamespaceApex:
 		return true
 	case clusterdns.EndpointName:
 		return g.view != nil && g.viewSynced(ctx) && g.view.shadowed(n)
-	}
-	return false
-}
-
-// mayHold is a quick look that lets most names through without reading them label by label:
-// a namespace apex has two labels below the zone, an endpoint name four.
-func (g *NSGuard) mayHold(qname, zone string) bool {
-	if zone == "" {
-		return false
-	}
-	rest := clusterdns.BelowZone(qname, zone)
-	if strings.IndexByte(rest, '\\') >= 0 {
-		return true // an escaped dot is not a label's end: let Classify read it
-	}
-	switch strings.Count(rest, ".") {
-	case 2:
-		return true
-	case 4:
-		return g.view != nil
 	}
 	return false
 }

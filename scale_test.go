@@ -364,7 +364,7 @@ func TestViewHeapAtScale(t *testing.T) {
 	if got := v.pod([]byte(scalePodIP(20))); got != "ns2/svc10-0" { // the first Pod of headless Service svc10's StatefulSet
 		t.Errorf("Pod 20's address gives %q, want ns2/svc10-0", got)
 	}
-	if !v.hasEndpoint([]byte("ns2/svc10"), []byte("svc10-2")) {
+	if !v.hasEndpoint("ns2", "svc10", "svc10-2") {
 		t.Error("endpoint svc10-2 of headless Service ns2/svc10 is missing")
 	}
 	runtime.KeepAlive(v)

@@ -86,7 +86,7 @@ func setup(c *caddy.Controller) error {
 			if err != nil {
 				return plugin.Error(pluginName, err)
 			}
-			g.zones = zones
+			g.setZones(zones)
 		}
 		view := "no cluster view: core checks only"
 		if client != nil {

@@ -11,13 +11,13 @@ import (
 // handlers write it; the query path reads it under a read lock, without allocating.
 type view struct {
 	mu        sync.RWMutex
-	services  map[string]*serviceObj    // "namespace/name"
-	byName    map[string][]string       // Service name → namespaces that hold one, sorted
-	slices    map[string]*sliceObj      // "namespace/slice"
-	endpoints map[string]map[string]int // "namespace/service" → endpoint name → how many slices name it
-	pods      map[string]string         // IP → "namespace/name", for an address only one live Pod holds
-	shared    map[string][]string       // IP → the Pods, when more than one holds it
-	livePods  map[string]*podObj        // "namespace/name" → the Pod with addresses: its IPs to undo on update, its UID for Events
+	services  map[objectKey]*serviceObj
+	byName    map[string][]string          // Service name → namespaces that hold one, sorted
+	slices    map[string]*sliceObj         // "namespace/slice"
+	endpoints map[objectKey]map[string]int // Service → endpoint name → how many slices name it
+	pods      map[string]string            // IP → "namespace/name", for an address only one live Pod holds
+	shared    map[string][]string          // IP → the Pods, when more than one holds it
+	livePods  map[string]*podObj           // "namespace/name" → the Pod with addresses: its IPs to undo on update, its UID for Events
 
 	synced atomic.Bool // every informer has synced
 	stale  atomic.Bool // a request to the API server failed and none has succeeded since
@@ -25,12 +25,16 @@ type view struct {
 	servers []string // the server labels of its gauges
 }
 
+// objectKey names a namespaced object. The query path looks objects up by the labels of a
+// question, so it keys by both parts rather than building "namespace/name".
+type objectKey struct{ namespace, name string }
+
 func newView() *view {
 	return &view{
-		services:  map[string]*serviceObj{},
+		services:  map[objectKey]*serviceObj{},
 		byName:    map[string][]string{},
 		slices:    map[string]*sliceObj{},
-		endpoints: map[string]map[string]int{},
+		endpoints: map[objectKey]map[string]int{},
 		pods:      map[string]string{},
 		shared:    map[string][]string{},
 		livePods:  map[string]*podObj{},
@@ -76,18 +80,18 @@ func (v *view) podUID(key string) (string, bool) {
 }
 
 // hasService reports whether Service name exists in namespace ns.
-func (v *view) hasService(key []byte) bool {
+func (v *view) hasService(ns, name string) bool {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
-	_, ok := v.services[string(key)]
+	_, ok := v.services[objectKey{ns, name}]
 	return ok
 }
 
-// hasEndpoint reports whether Service "namespace/service" has an endpoint called name.
-func (v *view) hasEndpoint(service []byte, name []byte) bool {
+// hasEndpoint reports whether Service service in namespace ns has an endpoint called name.
+func (v *view) hasEndpoint(ns, service, name string) bool {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
-	return v.endpoints[string(service)][string(name)] > 0
+	return v.endpoints[objectKey{ns, service}][name] > 0
 }
 
 // homes returns the namespaces holding a Service called name, those that are not aliases
@@ -97,7 +101,7 @@ func (v *view) homes(name string, inZone func(target string) bool) (services, al
 	v.mu.RLock()
 	defer v.mu.RUnlock()
 	for _, ns := range v.byName[name] {
-		if s := v.services[ns+"/"+name]; s != nil && s.externalName != "" && inZone(s.externalName) {
+		if s := v.services[objectKey{ns, name}]; s != nil && s.externalName != "" && inZone(s.externalName) {
 			aliases = append(aliases, ns)
 		} else {
 			services = append(services, ns)
@@ -109,7 +113,7 @@ func (v *view) homes(name string, inZone func(target string) bool) (services, al
 // Writes, from the informers' handlers.
 
 func (v *view) setService(o *serviceObj, present bool) {
-	key := o.namespace + "/" + o.name
+	key := objectKey{o.namespace, o.name}
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	_, had := v.services[key]
@@ -150,7 +154,7 @@ func (v *view) setSlice(o *sliceObj, present bool) {
 
 // countNames adds d to the count of each endpoint name of slice o, under its Service.
 func (v *view) countNames(o *sliceObj, d int) {
-	svc := o.namespace + "/" + o.service
+	svc := objectKey{o.namespace, o.service}
 	names := v.endpoints[svc]
 	if names == nil {
 		names = map[string]int{}

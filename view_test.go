@@ -80,10 +80,10 @@ func TestViewFromInformers(t *testing.T) {
 		t.Errorf("homes(my-app) = %v, %v", services, aliases)
 	}
 	// An endpoint with a hostname answers to it, never to its Pod's name.
-	if !v.hasEndpoint([]byte("new-namespace-1/db"), []byte("primary")) || v.hasEndpoint([]byte("new-namespace-1/db"), []byte("db-pod-primary")) {
+	if !v.hasEndpoint("new-namespace-1", "db", "primary") || v.hasEndpoint("new-namespace-1", "db", "db-pod-primary") {
 		t.Error("endpoint primary of db: want its hostname, not its pod name")
 	}
-	if !v.hasService([]byte("db/primary")) || v.hasService([]byte("db/replica")) {
+	if !v.hasService("db", "primary") || v.hasService("db", "replica") {
 		t.Error("services wrong")
 	}
 
@@ -127,7 +127,7 @@ func TestViewUpdates(t *testing.T) {
 	v.setSlice(s1, true)
 	v.setSlice(s2, true)
 	v.setSlice(s2, false)
-	if !v.hasEndpoint([]byte("c/b"), []byte("a")) || v.hasEndpoint([]byte("c/b"), []byte("x")) {
+	if !v.hasEndpoint("c", "b", "a") || v.hasEndpoint("c", "b", "x") {
 		t.Error("endpoint counts across slices are wrong")
 	}
 	v.setSlice(s1, false)
