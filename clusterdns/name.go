@@ -168,6 +168,9 @@ func EqualFold(a, b string) bool {
 	if len(a) != len(b) {
 		return false
 	}
+	if a == b {
+		return true // the common case, compared a word at a time
+	}
 	for i := 0; i < len(a); i++ {
 		x, y := a[i], b[i]
 		if x != y && lowerASCII(x) != lowerASCII(y) {
