@@ -1,13 +1,14 @@
 package nsguard
 
 import (
+	"hash/maphash"
 	"sync"
 	"time"
 )
 
 // maxRemembered bounds the memory of who was logged, whatever log_limit and log_interval
-// say: at most this many keys of at most 275 octets, about 4 MB. Past it the memory starts
-// afresh, which can only repeat a line, never lose a count.
+// say: at most this many keys, under 1 MB. Past it the memory starts afresh, which can only
+// repeat a line, never lose a count.
 const maxRemembered = 10000
 
 // logLimiter keeps nsguard's log bounded under any load: one line per (client, question)
@@ -17,11 +18,12 @@ type logLimiter struct {
 	limit    int
 	now      func() time.Time
 
+	seed       maphash.Seed
 	mu         sync.Mutex
-	logged     map[string]*seen // key → when it was last logged
-	second     int64            // the Unix second lines are being counted in
-	lines      int              // lines logged in that second
-	suppressed uint64           // lines of new keys held back since the last line logged
+	logged     map[uint64]seen // hash of the key → when it was last logged
+	second     int64           // the Unix second lines are being counted in
+	lines      int             // lines logged in that second
+	suppressed uint64          // lines of new keys held back since the last line logged
 }
 
 // seen is a key's last line, and the repeats held back since.
@@ -38,12 +40,15 @@ type heldBack struct {
 }
 
 func newLogLimiter(interval time.Duration, limit int) *logLimiter {
-	return &logLimiter{interval: interval, limit: limit, now: time.Now, logged: map[string]*seen{}}
+	return &logLimiter{interval: interval, limit: limit, now: time.Now, seed: maphash.MakeSeed(), logged: map[uint64]seen{}}
 }
 
 // allow reports whether a line for key may be logged now, with what was held back before
-// it; if it may not, it says why.
+// it; if it may not, it says why. Keys are remembered by a 64-bit hash, with a seed of this
+// process: a small map of fixed-size entries keeps the query path's memory reads few, and two
+// keys that collide among at most maxRemembered would only share one line's repeat count.
 func (l *logLimiter) allow(key []byte) (ok bool, held heldBack, reason string) {
+	h := maphash.Bytes(l.seed, key)
 	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -52,14 +57,16 @@ func (l *logLimiter) allow(key []byte) (ok bool, held heldBack, reason string) {
 		l.second, l.lines = s, 0
 		l.forget(now)
 	}
-	last, known := l.logged[string(key)]
+	last, known := l.logged[h]
 	switch {
 	case known && now.Sub(last.at) < l.interval:
 		last.repeats++
+		l.logged[h] = last
 		return false, heldBack{}, reasonRepeat
 	case l.lines < l.limit:
 	case known:
 		last.repeats++
+		l.logged[h] = last
 		return false, heldBack{}, reasonLimit
 	default:
 		l.suppressed++
@@ -68,13 +75,10 @@ func (l *logLimiter) allow(key []byte) (ok bool, held heldBack, reason string) {
 	l.lines++
 	if known {
 		held.repeats = last.repeats
-		last.at, last.repeats = now, 0
-	} else {
-		if len(l.logged) >= maxRemembered {
-			clear(l.logged)
-		}
-		l.logged[string(key)] = &seen{at: now}
+	} else if len(l.logged) >= maxRemembered {
+		clear(l.logged)
 	}
+	l.logged[h] = seen{at: now}
 	held.suppressed, l.suppressed = l.suppressed, 0
 	return true, held, ""
 }

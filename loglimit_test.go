@@ -29,8 +29,8 @@ func TestLogLimiterMemoryBound(t *testing.T) {
 		t.Errorf("the limiter holds %d keys, more than %d", len(l.logged), maxRemembered)
 	}
 	t.Logf("a million keys of 275 octets: %d held, heap grew by %.1f MB", len(l.logged), float64(grew)/(1<<20))
-	if grew > 8<<20 {
-		t.Errorf("heap grew by %.1f MB, want under 8 MB", float64(grew)/(1<<20))
+	if grew > 2<<20 {
+		t.Errorf("heap grew by %.1f MB, want under 2 MB", float64(grew)/(1<<20))
 	}
 }
 
