@@ -3,6 +3,7 @@ package nsguard
 import (
 	"context"
 	"net"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -50,7 +51,11 @@ func BenchmarkServeDNS(b *testing.B) {
 		{"out-of-zone", "my-app.corp.example."},
 		{"service", "my-app.new-namespace-2.svc.cluster.local."},
 		{"namespace-apex", "my-app.svc.cluster.local."},
+		// <x>.<y>.<client namespace>.svc: the first search candidate of "x.y", an endpoint
+		// name to cluster DNS. With a view each one is checked for a shadow.
+		{"endpoint-candidate", "api.github.com.svc.cluster.local."},
 	}
+	v := benchView()
 	for _, c := range cases {
 		r := query(c.qname, dns.TypeA, noEDNS)
 		res := reply(r, dns.RcodeSuccess)
@@ -67,16 +72,38 @@ func BenchmarkServeDNS(b *testing.B) {
 			if c.name != "namespace-apex" && mode == ModeRefuse {
 				continue // the same path as log: nothing is held
 			}
-			g := New(testConfig(zones, mode, dns.RcodeNameError))
-			g.Next = next
-			b.Run("path="+c.name+"/handler=nsguard-"+mode.String(), func(b *testing.B) {
-				b.ReportAllocs()
-				for b.Loop() {
-					g.ServeDNS(ctx, w, r)
+			for _, withView := range []bool{false, true} {
+				g := New(testConfig(zones, mode, dns.RcodeNameError))
+				g.Next = next
+				handler := "nsguard-" + mode.String()
+				if withView {
+					g.view, handler = v, handler+"-view"
 				}
-			})
+				b.Run("path="+c.name+"/handler="+handler, func(b *testing.B) {
+					b.ReportAllocs()
+					for b.Loop() {
+						g.ServeDNS(ctx, w, r)
+					}
+				})
+			}
 		}
 	}
+}
+
+// benchView is a synced view of 200 namespaces of 5 Services, one of them headless with
+// named endpoints, and the Pod that asks.
+func benchView() *view {
+	v := newView()
+	for i := range 200 {
+		ns := "bench-" + strconv.Itoa(i)
+		for j := range 5 {
+			v.setService(&serviceObj{meta: meta{namespace: ns, name: "svc" + strconv.Itoa(j)}}, true)
+		}
+		v.setSlice(&sliceObj{meta: meta{namespace: ns, name: "svc0-x"}, service: "svc0", names: []string{"svc0-0", "svc0-1"}}, true)
+	}
+	v.setPod(&podObj{meta: meta{namespace: "new-namespace-1", name: "client"}, ips: []string{"10.244.1.5"}}, true)
+	v.synced.Store(true)
+	return v
 }
 
 // TestPassThroughDoesNotAllocate holds the zero-allocation promise of the pass-through path:
