@@ -255,6 +255,7 @@ type sample struct {
 	completed, lost int64
 	cpu, perfCPU    time.Duration // CoreDNS's and dnsperf's CPU time
 	wall            time.Duration // dnsperf's run, a little over -l
+	steal           float64       // the share of the machine's CPU time the hypervisor took meanwhile
 }
 
 func (s sample) cpuPerQuery() float64 {
@@ -267,6 +268,10 @@ func measure(ctx context.Context, mix string, s *coredns.Server, ip string) (sam
 	if err != nil {
 		return sample{}, err
 	}
+	stolen, total, err := stealTicks()
+	if err != nil {
+		return sample{}, err
+	}
 	res, err := dnsperf(ctx, mix, ip, *seconds)
 	if err != nil {
 		return sample{}, err
@@ -275,8 +280,43 @@ func measure(ctx context.Context, mix string, s *coredns.Server, ip string) (sam
 	if err != nil {
 		return sample{}, err
 	}
+	stolen2, total2, err := stealTicks()
+	if err != nil {
+		return sample{}, err
+	}
 	res.cpu = after - before
+	if total2 > total {
+		res.steal = float64(stolen2-stolen) / float64(total2-total)
+	}
 	return res, nil
+}
+
+// stealTicks reads the machine's steal time and all its CPU time from /proc/stat. On a
+// shared host the hypervisor's steal also evicts CoreDNS's caches: it is what makes a round
+// swing, so the summary states it.
+func stealTicks() (steal, total uint64, err error) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0, err
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 9 || f[0] != "cpu" {
+		return 0, 0, fmt.Errorf("/proc/stat: unexpected first line %q", line)
+	}
+	for i, v := range f[1:] {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			return 0, 0, fmt.Errorf("/proc/stat: %q: %w", v, err)
+		}
+		if i < 8 { // user nice system idle iowait irq softirq steal; guest time is in user already
+			total += n
+		}
+		if i == 7 {
+			steal = n
+		}
+	}
+	return steal, total, nil
 }
 
 var (
@@ -340,11 +380,13 @@ func summarize(rows []sample, n int) string {
 		}
 		fmt.Fprintf(&b, "| %s | %.0f | %s | %.1f | %s | %s |\n", c.name, quantile(qps, .5), iqr(qr), quantile(cpu, .5), iqr(cr), iqr(fr))
 	}
-	var core, perf []float64
+	var core, perf, steal []float64
 	for _, s := range rows {
 		core, perf = append(core, s.cpu.Seconds()/s.wall.Seconds()), append(perf, s.perfCPU.Seconds()/s.wall.Seconds())
+		steal = append(steal, s.steal)
 	}
-	fmt.Fprintf(&b, "\nCPU busy (median of runs): CoreDNS %.2f cores, dnsperf %.2f cores.\n", quantile(core, .5), quantile(perf, .5))
+	fmt.Fprintf(&b, "\nCPU busy (median of runs): CoreDNS %.2f cores, dnsperf %.2f cores. Taken by the hypervisor (steal): median %.0f%%, p25–p75 %.0f–%.0f%%.\n",
+		quantile(core, .5), quantile(perf, .5), 100*quantile(steal, .5), 100*quantile(steal, .25), 100*quantile(steal, .75))
 	return b.String()
 }
 
@@ -403,12 +445,12 @@ func writeCSV(path string, rows []sample) error {
 		return err
 	}
 	w := csv.NewWriter(f)
-	w.Write([]string{"round", "configuration", "qps", "completed", "lost", "cpu_us", "cpu_us_per_query", "dnsperf_cpu_us"})
+	w.Write([]string{"round", "configuration", "qps", "completed", "lost", "cpu_us", "cpu_us_per_query", "dnsperf_cpu_us", "steal"})
 	for _, s := range rows {
 		w.Write([]string{strconv.Itoa(s.round), configs[s.config].name, fmt.Sprintf("%.1f", s.qps),
 			strconv.FormatInt(s.completed, 10), strconv.FormatInt(s.lost, 10),
 			strconv.FormatInt(s.cpu.Microseconds(), 10), fmt.Sprintf("%.2f", s.cpuPerQuery()),
-			strconv.FormatInt(s.perfCPU.Microseconds(), 10)})
+			strconv.FormatInt(s.perfCPU.Microseconds(), 10), fmt.Sprintf("%.3f", s.steal)})
 	}
 	w.Flush()
 	if err := w.Error(); err != nil {
