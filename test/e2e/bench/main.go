@@ -67,6 +67,9 @@ var (
 	threads  = flag.Int("threads", 1, "dnsperf -T")
 	inflight = flag.Int("outstanding", 200, "dnsperf -q")
 	profiled = flag.Int("profile", 20, "seconds of CPU profile per configuration, under dnsperf; 0 for none")
+	// Side by side, each configuration runs at the same time as the any floor, so both see
+	// the same neighbours and the same steal; one after the other, a round spans 20 seconds.
+	sideBySide = flag.Bool("side-by-side", true, "run each configuration beside any, both under dnsperf at once; false: one after the other")
 	// A rare loopback drop holds dnsperf busy-waiting at the end for up to -t.
 	timeout = flag.Int("timeout", 1, "dnsperf -t, seconds")
 )
@@ -154,17 +157,34 @@ func run() error {
 		}
 	}
 
-	fmt.Printf("dnsperf -l %d -c %d -T %d -q %d -t %d, %d rounds\n", *seconds, *clients, *threads, *inflight, *timeout, *rounds)
+	how := "one after the other"
+	if *sideBySide {
+		how = "each beside any"
+	}
+	fmt.Printf("dnsperf -l %d -c %d -T %d -q %d -t %d, %d rounds, %s\n", *seconds, *clients, *threads, *inflight, *timeout, *rounds, how)
 	var rows []sample
 	for r := range *rounds {
 		for k := range configs {
 			i := (r + k) % len(configs) // rotate who goes first
-			s, err := measure(ctx, mix, servers[i], configs[i].ip)
-			if err != nil {
-				return fmt.Errorf("round %d, %s: %w", r, configs[i].name, err)
+			if !*sideBySide {
+				s, err := measure(ctx, mix, servers[i:i+1], configs[i].ip)
+				if err != nil {
+					return fmt.Errorf("round %d, %s: %w", r, configs[i].name, err)
+				}
+				s[0].round, s[0].config, s[0].pair = r, i, -1
+				rows = append(rows, s[0])
+				continue
 			}
-			s.round, s.config = r, i
-			rows = append(rows, s)
+			if i == floorConfig {
+				continue // it runs beside every other
+			}
+			s, err := measure(ctx, mix, []*coredns.Server{servers[i], servers[floorConfig]}, configs[i].ip, configs[floorConfig].ip)
+			if err != nil {
+				return fmt.Errorf("round %d, %s beside any: %w", r, configs[i].name, err)
+			}
+			s[0].round, s[0].config, s[0].pair = r, i, i
+			s[1].round, s[1].config, s[1].pair = r, floorConfig, i
+			rows = append(rows, s...)
 		}
 		fmt.Fprintf(os.Stderr, "round %d/%d done\n", r+1, *rounds)
 	}
@@ -256,37 +276,63 @@ type sample struct {
 	cpu, perfCPU    time.Duration // CoreDNS's and dnsperf's CPU time
 	wall            time.Duration // dnsperf's run, a little over -l
 	steal           float64       // the share of the machine's CPU time the hypervisor took meanwhile
+	pair            int           // side by side: the configuration beside any in this run; else -1
 }
+
+// The configurations ratios are taken to.
+const (
+	baseConfig  = 0 // kubernetes alone
+	floorConfig = 1 // any
+)
 
 func (s sample) cpuPerQuery() float64 {
 	return float64(s.cpu.Microseconds()) / float64(s.completed)
 }
 
-// measure runs dnsperf once and reads the server's CPU time around it.
-func measure(ctx context.Context, mix string, s *coredns.Server, ip string) (sample, error) {
-	before, err := s.CPUTime()
-	if err != nil {
-		return sample{}, err
+// measure runs one dnsperf per server, all at once, and reads each server's CPU time
+// around them.
+func measure(ctx context.Context, mix string, servers []*coredns.Server, ips ...string) ([]sample, error) {
+	before := make([]time.Duration, len(servers))
+	for i, s := range servers {
+		var err error
+		if before[i], err = s.CPUTime(); err != nil {
+			return nil, err
+		}
 	}
 	stolen, total, err := stealTicks()
 	if err != nil {
-		return sample{}, err
+		return nil, err
 	}
-	res, err := dnsperf(ctx, mix, ip, *seconds)
-	if err != nil {
-		return sample{}, err
+	res := make([]sample, len(servers))
+	errs := make(chan error, len(servers))
+	for i := range servers {
+		go func() {
+			var err error
+			res[i], err = dnsperf(ctx, mix, ips[i], *seconds)
+			errs <- err
+		}()
 	}
-	after, err := s.CPUTime()
+	for range servers {
+		if e := <-errs; e != nil && err == nil {
+			err = e
+		}
+	}
 	if err != nil {
-		return sample{}, err
+		return nil, err
 	}
 	stolen2, total2, err := stealTicks()
 	if err != nil {
-		return sample{}, err
+		return nil, err
 	}
-	res.cpu = after - before
-	if total2 > total {
-		res.steal = float64(stolen2-stolen) / float64(total2-total)
+	for i, s := range servers {
+		after, err := s.CPUTime()
+		if err != nil {
+			return nil, err
+		}
+		res[i].cpu = after - before[i]
+		if total2 > total {
+			res[i].steal = float64(stolen2-stolen) / float64(total2-total)
+		}
 	}
 	return res, nil
 }
@@ -357,11 +403,32 @@ func dnsperf(ctx context.Context, mix, ip string, secs int) (sample, error) {
 }
 
 // summarize medians each configuration's per-round numbers and its per-round ratios to
-// kubernetes alone (config 0) and to the any floor (config 1), measured in the same round.
+// kubernetes alone and to the any floor. Side by side, a ratio to any is taken within one
+// run, and a ratio to kubernetes alone is the two runs' ratios to any divided; one after the
+// other, both are taken within a round.
 func summarize(rows []sample, n int) string {
-	by := make([][]sample, len(configs))
+	type run struct{ s, floor sample }
+	by := make([][]run, len(configs))
+	for i := range by {
+		by[i] = make([]run, n)
+	}
 	for _, s := range rows {
-		by[s.config] = append(by[s.config], s)
+		switch {
+		case s.pair < 0: // one after the other
+			by[s.config][s.round].s = s
+			for i := range by {
+				if s.config == floorConfig {
+					by[i][s.round].floor = s
+				}
+			}
+		case s.config != floorConfig:
+			by[s.config][s.round].s = s
+		default:
+			by[s.pair][s.round].floor = s
+			if s.pair == baseConfig { // any's own figures: from beside kubernetes alone
+				by[floorConfig][s.round] = run{s, s}
+			}
+		}
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "| configuration | QPS (median) | QPS ratio to kubernetes alone (median, p25–p75) | CPU µs/query (median) | CPU/query ratio to kubernetes alone (median, p25–p75) | CPU/query ratio to any (median, p25–p75) |\n")
@@ -372,11 +439,12 @@ func summarize(rows []sample, n int) string {
 	for i, c := range configs {
 		var qps, cpu, qr, cr, fr []float64
 		for r := range n {
-			s, base, floor := by[i][r], by[0][r], by[1][r]
-			qps, cpu = append(qps, s.qps), append(cpu, s.cpuPerQuery())
-			qr = append(qr, s.qps/base.qps)
-			cr = append(cr, s.cpuPerQuery()/base.cpuPerQuery())
-			fr = append(fr, s.cpuPerQuery()/floor.cpuPerQuery())
+			x, base := by[i][r], by[baseConfig][r]
+			qps, cpu = append(qps, x.s.qps), append(cpu, x.s.cpuPerQuery())
+			toFloor := x.s.cpuPerQuery() / x.floor.cpuPerQuery()
+			qr = append(qr, (x.s.qps/x.floor.qps)/(base.s.qps/base.floor.qps))
+			cr = append(cr, toFloor/(base.s.cpuPerQuery()/base.floor.cpuPerQuery()))
+			fr = append(fr, toFloor)
 		}
 		fmt.Fprintf(&b, "| %s | %.0f | %s | %.1f | %s | %s |\n", c.name, quantile(qps, .5), iqr(qr), quantile(cpu, .5), iqr(cr), iqr(fr))
 	}
@@ -445,9 +513,15 @@ func writeCSV(path string, rows []sample) error {
 		return err
 	}
 	w := csv.NewWriter(f)
-	w.Write([]string{"round", "configuration", "qps", "completed", "lost", "cpu_us", "cpu_us_per_query", "dnsperf_cpu_us", "steal"})
+	w.Write([]string{"round", "configuration", "beside", "qps", "completed", "lost", "cpu_us", "cpu_us_per_query", "dnsperf_cpu_us", "steal"})
 	for _, s := range rows {
-		w.Write([]string{strconv.Itoa(s.round), configs[s.config].name, fmt.Sprintf("%.1f", s.qps),
+		beside := ""
+		if s.pair >= 0 && s.config == floorConfig {
+			beside = configs[s.pair].name
+		} else if s.pair >= 0 {
+			beside = configs[floorConfig].name
+		}
+		w.Write([]string{strconv.Itoa(s.round), configs[s.config].name, beside, fmt.Sprintf("%.1f", s.qps),
 			strconv.FormatInt(s.completed, 10), strconv.FormatInt(s.lost, 10),
 			strconv.FormatInt(s.cpu.Microseconds(), 10), fmt.Sprintf("%.2f", s.cpuPerQuery()),
 			strconv.FormatInt(s.perfCPU.Microseconds(), 10), fmt.Sprintf("%.3f", s.steal)})
