@@ -57,7 +57,7 @@ bench-go:
 demo: deps
 	$(GO) run ./test/e2e/demo
 
-# dnsperf against real CoreDNS servers on a real control plane (test/e2e/bench); a few minutes.
+# dnsperf against real CoreDNS servers on a real control plane (test/e2e/bench); about 20 minutes.
 bench: deps
 	$(GO) run ./test/e2e/bench
 
