@@ -39,8 +39,12 @@ func FuzzServeDNS(f *testing.F) {
 			n := clusterdns.Classify(q.Name, zones)
 			g := New(testConfig(zones, ModeLog, dns.RcodeNameError))
 			g.view = newView()
-			if (n.Shape == clusterdns.NamespaceApex || n.Shape == clusterdns.EndpointName && clusterdns.IsDNSLabel(n.Endpoint)) && !g.mayHold(q.Name) {
+			endpoint := n.Shape == clusterdns.EndpointName && clusterdns.IsDNSLabel(n.Endpoint)
+			if (n.Shape == clusterdns.NamespaceApex || endpoint) && !g.mayHold(q.Name) {
 				t.Errorf("mayHold(%q) = false, but Classify reads it as %s", q.Name, n.Shape)
+			}
+			if got, ok := clusterdns.EndpointIn(q.Name, n.Zone); endpoint && (!ok || got != n) {
+				t.Errorf("EndpointIn(%q) = %+v, %v, but Classify reads %+v", q.Name, got, ok, n)
 			}
 		}
 		for _, mode := range []Mode{ModeLog, ModeRefuse} {

@@ -107,13 +107,13 @@ func (g *NSGuard) holds(ctx context.Context, r *dns.Msg) bool {
 	if q.Qclass != dns.ClassINET || q.Qtype == dns.TypeAXFR || q.Qtype == dns.TypeIXFR {
 		return false
 	}
-	switch n := clusterdns.Classify(q.Name, g.zones); n.Shape {
-	case clusterdns.NamespaceApex:
-		return true
-	case clusterdns.EndpointName:
+	zone := clusterdns.MatchZone(q.Name, g.zones)
+	// Most endpoint-shaped names are search candidates (api.github.com.svc.<zone>): cut by
+	// position and looked up, they cost no full read of the name.
+	if n, ok := clusterdns.EndpointIn(q.Name, zone); ok {
 		return g.view != nil && g.viewSynced(ctx) && g.view.shadowed(n)
 	}
-	return false
+	return clusterdns.ClassifyIn(q.Name, zone).Shape == clusterdns.NamespaceApex
 }
 
 // hold runs the next plugin with a capturing writer, then decides what the client gets.

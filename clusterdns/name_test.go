@@ -82,6 +82,41 @@ func TestShapeString(t *testing.T) {
 	}
 }
 
+// EndpointIn cuts every one-label endpoint name Classify reads, the same way, and no name
+// of another depth or kind.
+func TestEndpointIn(t *testing.T) {
+	zones := []string{"cluster.local.", "."}
+	tests := []struct {
+		qname string
+		ok    bool
+	}{
+		{"web-0.nginx.shop.svc.cluster.local.", true},
+		{"Web-0.NGINX.shop.SVC.cluster.local.", true},
+		{"web-0.nginx.shop.svc.", true},
+		{"api.github.com.svc.cluster.local.", true},
+		{"a_b.c.d.svc.cluster.local.", true}, // cut; its labels are no Kubernetes names, so never found
+		{"my-app.svc.cluster.local.", false},
+		{"my-app.ns.svc.cluster.local.", false},
+		{"_https._tcp.my-app.ns.svc.cluster.local.", false},
+		{"a.b.c.pod.cluster.local.", false},
+		{"a..c.svc.cluster.local.", false},
+		{`a\.b.c.svc.cluster.local.`, false},
+		{`a\.b.c.d.svc.cluster.local.`, false},
+		{"a.b.c.d.svc.cluster.local.", false},
+		{"web-0.nginx.shop.svc.example.org.", false},
+	}
+	for _, tc := range tests {
+		zone := MatchZone(tc.qname, zones)
+		got, ok := EndpointIn(tc.qname, zone)
+		if ok != tc.ok {
+			t.Errorf("EndpointIn(%q) ok = %v, want %v", tc.qname, ok, tc.ok)
+		}
+		if n := ClassifyIn(tc.qname, zone); n.Shape == EndpointName && IsDNSLabel(n.Endpoint) && (!ok || got != n) {
+			t.Errorf("EndpointIn(%q) = %+v, %v, but Classify reads %+v", tc.qname, got, ok, n)
+		}
+	}
+}
+
 func TestClassifyRootZone(t *testing.T) {
 	got := Classify("web-0.nginx.default.svc.", []string{"."})
 	want := Name{Shape: EndpointName, Zone: ".", Namespace: "default", Service: "nginx", Endpoint: "web-0"}
