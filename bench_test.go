@@ -142,9 +142,7 @@ func TestMayHoldMissesNothing(t *testing.T) {
 		}
 		for _, name := range names {
 			n := clusterdns.Classify(name, zones)
-			// SRV port names never shadow a Service (see shadowed), so only one-label endpoints count.
-			held := n.Shape == clusterdns.NamespaceApex || withView && n.Shape == clusterdns.EndpointName && clusterdns.IsDNSLabel(n.Endpoint)
-			if held && !g.mayHold(name) {
+			if heldByClassify(n, withView) && !g.mayHold(name) {
 				t.Errorf("mayHold(%q) = false with view=%v, but Classify reads it as %s", name, withView, n.Shape)
 			}
 		}

@@ -368,3 +368,9 @@ func TestReportBounded(t *testing.T) {
 		t.Errorf("want the repeat logged again with the 5 repeats held back since its last line, nothing else held back, got %q", got)
 	}
 }
+
+// heldByClassify is what the quick look must let through: a namespace apex, and with a view
+// an endpoint name of one label. SRV port names never shadow a Service (see shadowed).
+func heldByClassify(n clusterdns.Name, withView bool) bool {
+	return n.Shape == clusterdns.NamespaceApex || withView && n.Shape == clusterdns.EndpointName && clusterdns.IsDNSLabel(n.Endpoint)
+}

@@ -79,21 +79,6 @@ func (v *view) podUID(key string) (string, bool) {
 	return "", false
 }
 
-// hasService reports whether Service name exists in namespace ns.
-func (v *view) hasService(ns, name string) bool {
-	v.mu.RLock()
-	defer v.mu.RUnlock()
-	_, ok := v.services[objectKey{ns, name}]
-	return ok
-}
-
-// hasEndpoint reports whether Service service in namespace ns has an endpoint called name.
-func (v *view) hasEndpoint(ns, service, name string) bool {
-	v.mu.RLock()
-	defer v.mu.RUnlock()
-	return v.endpoints[objectKey{ns, service}][name] > 0
-}
-
 // homes returns the namespaces holding a Service called name, those that are not aliases
 // into the cluster first (inZone tells), and how many of each kind there are. It allocates:
 // it is for log lines only.

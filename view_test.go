@@ -271,3 +271,20 @@ func eventually(t *testing.T, ok func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// The query path reads Services and endpoints only through shadowed; tests read them one by one.
+
+// hasService reports whether Service name exists in namespace ns.
+func (v *view) hasService(ns, name string) bool {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	_, ok := v.services[objectKey{ns, name}]
+	return ok
+}
+
+// hasEndpoint reports whether Service service in namespace ns has an endpoint called name.
+func (v *view) hasEndpoint(ns, service, name string) bool {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	return v.endpoints[objectKey{ns, service}][name] > 0
+}

@@ -418,8 +418,8 @@ func summarize(rows []sample, n int) string {
 		switch {
 		case s.pair < 0: // one after the other
 			by[s.config][s.round].s = s
-			for i := range by {
-				if s.config == floorConfig {
+			if s.config == floorConfig {
+				for i := range by {
 					by[i][s.round].floor = s
 				}
 			}
@@ -517,10 +517,12 @@ func writeCSV(path string, rows []sample) error {
 	w := csv.NewWriter(f)
 	w.Write([]string{"round", "configuration", "beside", "qps", "completed", "lost", "cpu_us", "cpu_us_per_query", "dnsperf_cpu_us", "steal"})
 	for _, s := range rows {
-		beside := ""
-		if s.pair >= 0 && s.config == floorConfig {
+		var beside string
+		switch {
+		case s.pair < 0: // one after the other
+		case s.config == floorConfig:
 			beside = configs[s.pair].name
-		} else if s.pair >= 0 {
+		default:
 			beside = configs[floorConfig].name
 		}
 		w.Write([]string{strconv.Itoa(s.round), configs[s.config].name, beside, fmt.Sprintf("%.1f", s.qps),
