@@ -101,7 +101,7 @@ func benchView() *view {
 		}
 		v.setSlice(&sliceObj{meta: meta{namespace: ns, name: "svc0-x"}, service: "svc0", names: []string{"svc0-0", "svc0-1"}}, true)
 	}
-	v.setPod(&podObj{meta: meta{namespace: "new-namespace-1", name: "client"}, ips: []string{"10.244.1.5"}}, true)
+	v.setPod(&podObj{meta: meta{namespace: "new-namespace-1", name: "client"}, ips: addrs("10.244.1.5")}, true)
 	v.synced.Store(true)
 	return v
 }

@@ -27,8 +27,7 @@ func (g *NSGuard) clientPod(ip netip.Addr) string {
 	if !ip.IsValid() {
 		return ""
 	}
-	var buf [64]byte
-	return g.view.pod(ip.AppendTo(buf[:0]))
+	return g.view.pod(ip)
 }
 
 // clientAllowed reports whether the client's namespace is under "allow client".

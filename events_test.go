@@ -124,7 +124,7 @@ func TestEventQueueFull(t *testing.T) {
 		t.Errorf("%v drops counted, want the 101 past the queue", got)
 	}
 	// The held path costs the same with Events on.
-	g.view.setPod(&podObj{meta: meta{namespace: "new-namespace-1", name: "client"}, ips: []string{"10.244.1.5"}}, true)
+	g.view.setPod(&podObj{meta: meta{namespace: "new-namespace-1", name: "client"}, ips: addrs("10.244.1.5")}, true)
 	g.Next = upstreams["kubernetes"]()
 	w := &test.ResponseWriter{RemoteIP: "10.244.1.5"}
 	serve := func() { g.ServeDNS(context.Background(), w, r) }

@@ -57,6 +57,7 @@ func TestServeDNS(t *testing.T) {
 		{name: "mixed case", qname: "My-App.SVC.Cluster.Local.", qtype: dns.TypeA, upstream: "kube-dns", held: true, answer: answerRecords},
 		{name: "edns0", qname: "my-app.svc.cluster.local.", qtype: dns.TypeA, edns: withEDNS, upstream: "kubernetes", held: true, answer: answerNoData},
 		{name: "edns0 do", qname: "my-app.svc.cluster.local.", qtype: dns.TypeA, edns: withDO, upstream: "kube-dns", held: true, answer: answerRecords},
+		{name: "edns0 option", qname: "my-app.svc.cluster.local.", qtype: dns.TypeA, edns: withEDNS, upstream: "kubernetes nsid", held: true, answer: answerNoData},
 		{name: "edns0 do nodata", qname: "my-app.svc.cluster.local.", qtype: dns.TypeA, edns: withDO, upstream: "kubernetes", held: true, answer: answerNoData},
 		{name: "second zone", zones: []string{"cluster.local.", "example.org."}, qname: "my-app.svc.example.org.", qtype: dns.TypeA, upstream: "kube-dns", held: true, answer: answerRecords},
 		{name: "longest zone", zones: []string{"local.", "cluster.local."}, qname: "my-app.svc.cluster.local.", qtype: dns.TypeA, upstream: "kubernetes", held: true, answer: answerNoData},
@@ -191,6 +192,19 @@ func checkRefusal(t *testing.T, r *dns.Msg, u *upstream, got *dns.Msg, code, rco
 	}
 	if _, err := got.Pack(); err != nil {
 		t.Errorf("refusal does not pack: %v", err)
+	}
+	// A cache in front sets TTLs in place: the refusal must share no record with the upstream's.
+	got.Ns[0].Header().Ttl = 1
+	if opt != nil {
+		opt.SetUDPSize(512)
+		for _, o := range opt.Option {
+			if n, ok := o.(*dns.EDNS0_NSID); ok {
+				n.Nsid = "00"
+			}
+		}
+	}
+	if !u.unchanged() {
+		t.Errorf("changing the refusal changed the upstream's message: %v", upstream)
 	}
 }
 

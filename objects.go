@@ -1,6 +1,7 @@
 package nsguard
 
 import (
+	"net/netip"
 	"slices"
 
 	"github.com/coredns/coredns/plugin/kubernetes/object"
@@ -33,8 +34,15 @@ type sliceObj struct {
 // podObj is a live Pod's own addresses, and its UID when Events name it.
 type podObj struct {
 	meta
-	ips []string
+	ips []netip.Addr // parsed once here, so the query path never formats a client's address
 	uid string
+}
+
+// addAddr records a Pod address from the API. One that does not parse can match no client.
+func (o *podObj) addAddr(s string) {
+	if ip, err := netip.ParseAddr(s); err == nil {
+		o.ips = append(o.ips, ip.Unmap())
+	}
 }
 
 // meta is what an informer's store needs of an object: its key and version.
@@ -109,10 +117,10 @@ func transform(obj any, uids bool) (any, error) {
 			return p, nil
 		}
 		for _, ip := range o.Status.PodIPs {
-			p.ips = append(p.ips, ip.IP)
+			p.addAddr(ip.IP)
 		}
-		if len(p.ips) == 0 && o.Status.PodIP != "" {
-			p.ips = []string{o.Status.PodIP}
+		if len(p.ips) == 0 {
+			p.addAddr(o.Status.PodIP)
 		}
 		return p, nil
 	case *serviceObj, *sliceObj, *podObj:

@@ -14,12 +14,15 @@ const negativeTTL = 5
 // rcode, the zone's SOA for negative caching, no answer records and no signatures.
 // res is only read: it may also sit in cache.
 func refusal(r, res *dns.Msg, rcode int, zone string) *dns.Msg {
-	// One allocation for the message and its sections: this runs for every refused query.
+	// One allocation for the message, its sections and their records, copied by value: this
+	// runs for every refused query.
 	a := &struct {
 		m     dns.Msg
 		q     [1]dns.Question
 		ns    [1]dns.RR
 		extra [1]dns.RR
+		soa   dns.SOA
+		opt   dns.OPT
 	}{}
 	m := &a.m
 	m.Id = r.Id
@@ -32,26 +35,28 @@ func refusal(r, res *dns.Msg, rcode int, zone string) *dns.Msg {
 	m.Rcode = rcode
 	a.q[0] = r.Question[0] // as the client asked it, case included
 	m.Question = a.q[:]
-	a.ns[0] = soa(res, zone)
+	setSOA(&a.soa, res, zone)
+	a.ns[0] = &a.soa
 	m.Ns = a.ns[:]
 	if opt := r.IsEdns0(); opt != nil {
-		a.extra[0] = replyOPT(opt, res.IsEdns0())
+		a.extra[0] = replyOPT(&a.opt, opt, res.IsEdns0())
 		m.Extra = a.extra[:]
 	}
 	return m
 }
 
-// soa returns the SOA res carried in its authority section, or one made for zone, with the
-// negative TTL of every refusal.
-func soa(res *dns.Msg, zone string) dns.RR {
+// setSOA makes s the SOA res carried in its authority section, or one made for zone, with
+// the negative TTL of every refusal. A SOA holds only strings and numbers, so a copy by
+// value shares nothing that can change.
+func setSOA(s *dns.SOA, res *dns.Msg, zone string) {
 	for _, rr := range res.Ns {
-		if s, ok := rr.(*dns.SOA); ok {
-			c := dns.Copy(s).(*dns.SOA)
-			c.Hdr.Ttl, c.Minttl = negativeTTL, negativeTTL
-			return c
+		if up, ok := rr.(*dns.SOA); ok {
+			*s = *up
+			s.Hdr.Ttl, s.Minttl = negativeTTL, negativeTTL
+			return
 		}
 	}
-	return &dns.SOA{
+	*s = dns.SOA{
 		Hdr:     dns.RR_Header{Name: zone, Rrtype: dns.TypeSOA, Class: dns.ClassINET, Ttl: negativeTTL},
 		Ns:      dnsJoin("ns.dns", zone),
 		Mbox:    dnsJoin("hostmaster", zone),
@@ -63,12 +68,17 @@ func soa(res *dns.Msg, zone string) dns.RR {
 	}
 }
 
-// replyOPT is the OPT of the refusal: the upstream's when it sent one, else one that mirrors the query's.
-func replyOPT(query, upstream *dns.OPT) *dns.OPT {
+// replyOPT is the OPT of the refusal, built in o: the upstream's when it sent one, else one
+// that mirrors the query's. The upstream's options are copied, as they are pointers.
+func replyOPT(o *dns.OPT, query, upstream *dns.OPT) dns.RR {
 	if upstream != nil {
-		return dns.Copy(upstream).(*dns.OPT)
+		if len(upstream.Option) > 0 {
+			return dns.Copy(upstream)
+		}
+		*o = *upstream
+		return o
 	}
-	o := &dns.OPT{Hdr: dns.RR_Header{Name: ".", Rrtype: dns.TypeOPT}}
+	o.Hdr = dns.RR_Header{Name: ".", Rrtype: dns.TypeOPT}
 	o.SetUDPSize(query.UDPSize())
 	o.SetDo(query.Do())
 	return o

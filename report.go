@@ -136,11 +136,12 @@ func records(rrs []dns.RR) string {
 	return b.String()
 }
 
-// limitKey appends what makes a question the same for the log limits: the client's address,
-// the name in lower case (resolvers randomise case) and the type. It does not allocate.
+// limitKey appends what makes a question the same for the log limits: the client's address
+// as 16 octets (no text to format), the name in lower case (resolvers randomise case) and the
+// type. It does not allocate.
 func limitKey(buf []byte, ip netip.Addr, q dns.Question) []byte {
-	buf = ip.AppendTo(buf)
-	buf = append(buf, 0)
+	a := ip.As16() // the zero Addr, no client known, gives zeros
+	buf = append(buf, a[:]...)
 	buf = clusterdns.AppendLower(buf, q.Name)
 	return append(buf, byte(q.Qtype>>8), byte(q.Qtype))
 }

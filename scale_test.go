@@ -361,7 +361,7 @@ func TestViewHeapAtScale(t *testing.T) {
 		t.Fatalf("view holds %d services, %d slices, %d pod addresses; want %d, %d, %d",
 			len(v.services), len(v.slices), len(v.pods), c.services(), c.headless(), c.pods())
 	}
-	if got := v.pod([]byte(scalePodIP(20))); got != "ns2/svc10-0" { // the first Pod of headless Service svc10's StatefulSet
+	if got := v.pod(netip.MustParseAddr(scalePodIP(20))); got != "ns2/svc10-0" { // the first Pod of headless Service svc10's StatefulSet
 		t.Errorf("Pod 20's address gives %q, want ns2/svc10-0", got)
 	}
 	if !v.hasEndpoint("ns2", "svc10", "svc10-2") {

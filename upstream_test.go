@@ -58,6 +58,17 @@ var upstreams = map[string]func() *upstream{
 			return m
 		}}
 	},
+	// A server that adds an EDNS0 option, as one with nsid does.
+	"kubernetes nsid": func() *upstream {
+		return &upstream{rcode: dns.RcodeSuccess, answer: func(r *dns.Msg) *dns.Msg {
+			m := reply(r, dns.RcodeSuccess)
+			m.Ns = []dns.RR{test.SOA(clusterSOA)}
+			if o := m.IsEdns0(); o != nil {
+				o.Option = append(o.Option, &dns.EDNS0_NSID{Code: dns.EDNS0NSID, Nsid: "636f7265646e73"})
+			}
+			return m
+		}}
+	},
 	// kube-dns: one CNAME to an ExternalName target plus the A records of two targets, signed.
 	"kube-dns": func() *upstream {
 		return &upstream{rcode: dns.RcodeSuccess, answer: func(r *dns.Msg) *dns.Msg {

@@ -1,6 +1,7 @@
 package nsguard
 
 import (
+	"net/netip"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -15,8 +16,8 @@ type view struct {
 	byName    map[string][]string          // Service name → namespaces that hold one, sorted
 	slices    map[string]*sliceObj         // "namespace/slice"
 	endpoints map[objectKey]map[string]int // Service → endpoint name → how many slices name it
-	pods      map[string]string            // IP → "namespace/name", for an address only one live Pod holds
-	shared    map[string][]string          // IP → the Pods, when more than one holds it
+	pods      map[netip.Addr]string        // address → "namespace/name", for an address only one live Pod holds
+	shared    map[netip.Addr][]string      // address → the Pods, when more than one holds it
 	livePods  map[string]*podObj           // "namespace/name" → the Pod with addresses: its IPs to undo on update, its UID for Events
 
 	synced atomic.Bool // every informer has synced
@@ -35,8 +36,8 @@ func newView() *view {
 		byName:    map[string][]string{},
 		slices:    map[string]*sliceObj{},
 		endpoints: map[objectKey]map[string]int{},
-		pods:      map[string]string{},
-		shared:    map[string][]string{},
+		pods:      map[netip.Addr]string{},
+		shared:    map[netip.Addr][]string{},
 		livePods:  map[string]*podObj{},
 	}
 }
@@ -63,10 +64,10 @@ func (v *view) setStale(stale bool) bool {
 // Reads, for the query path. Keys must be lower case, as Kubernetes names are.
 
 // pod returns "namespace/name" of the only live Pod with address ip, or "".
-func (v *view) pod(ip []byte) string {
+func (v *view) pod(ip netip.Addr) string {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
-	return v.pods[string(ip)]
+	return v.pods[ip]
 }
 
 // podUID returns the UID of Pod "namespace/name", when the view keeps UIDs.
@@ -176,7 +177,7 @@ func (v *view) setPod(o *podObj, present bool) {
 }
 
 // claim records that Pod key holds ip. A second holder makes the address nobody's.
-func (v *view) claim(ip, key string) {
+func (v *view) claim(ip netip.Addr, key string) {
 	if holders, ok := v.shared[ip]; ok {
 		v.shared[ip] = append(holders, key)
 		return
@@ -190,7 +191,7 @@ func (v *view) claim(ip, key string) {
 }
 
 // release undoes claim; the last holder left gets the address back.
-func (v *view) release(ip, key string) {
+func (v *view) release(ip netip.Addr, key string) {
 	holders, ok := v.shared[ip]
 	if !ok {
 		if v.pods[ip] == key {

@@ -2,6 +2,7 @@ package nsguard
 
 import (
 	"context"
+	"net/netip"
 	"slices"
 	"strings"
 	"testing"
@@ -73,7 +74,7 @@ func startView(t *testing.T, clients bool, objs ...runtime.Object) (*view, *fake
 func TestViewFromInformers(t *testing.T) {
 	v, cs := startView(t, true, incidentObjects()...)
 
-	if got := v.pod([]byte("10.244.1.5")); got != "new-namespace-1/client" {
+	if got := v.pod(netip.MustParseAddr("10.244.1.5")); got != "new-namespace-1/client" {
 		t.Errorf("pod(10.244.1.5) = %q", got)
 	}
 	if services, aliases := v.homes("my-app", inClusterLocal); !slices.Equal(services, []string{"legacy", "new-namespace-2"}) || aliases != nil {
@@ -97,23 +98,23 @@ func TestViewFromInformers(t *testing.T) {
 	}
 	eventually(t, func() bool {
 		where, _ := v.homes("my-app", inClusterLocal)
-		return v.pod([]byte("10.244.1.6")) == "" && slices.Equal(where, []string{"new-namespace-2"})
+		return v.pod(netip.MustParseAddr("10.244.1.6")) == "" && slices.Equal(where, []string{"new-namespace-2"})
 	})
 }
 
 func TestViewWithoutClients(t *testing.T) {
 	v, _ := startView(t, false, incidentObjects()...)
-	if got := v.pod([]byte("10.244.1.5")); got != "" {
+	if got := v.pod(netip.MustParseAddr("10.244.1.5")); got != "" {
 		t.Errorf("clients off, yet pod(10.244.1.5) = %q", got)
 	}
 }
 
 func TestViewUpdates(t *testing.T) {
 	v := newView()
-	p := &podObj{meta: meta{namespace: "a", name: "p"}, ips: []string{"10.0.0.1"}}
+	p := &podObj{meta: meta{namespace: "a", name: "p"}, ips: addrs("10.0.0.1")}
 	v.setPod(p, true)
-	v.setPod(&podObj{meta: meta{namespace: "a", name: "p"}, ips: []string{"10.0.0.2"}}, true) // new IP
-	if v.pod([]byte("10.0.0.1")) != "" || v.pod([]byte("10.0.0.2")) != "a/p" {
+	v.setPod(&podObj{meta: meta{namespace: "a", name: "p"}, ips: addrs("10.0.0.2")}, true) // new IP
+	if v.pod(netip.MustParseAddr("10.0.0.1")) != "" || v.pod(netip.MustParseAddr("10.0.0.2")) != "a/p" {
 		t.Error("a Pod's old address must be forgotten when it changes")
 	}
 	v.setPod(p, false)
@@ -163,7 +164,7 @@ func TestViewConcurrent(t *testing.T) {
 	go func() {
 		defer close(done)
 		for i := range 2000 {
-			p := &podObj{meta: meta{namespace: "a", name: "p"}, ips: []string{"10.0.0.1"}}
+			p := &podObj{meta: meta{namespace: "a", name: "p"}, ips: addrs("10.0.0.1")}
 			s := &sliceObj{meta: meta{namespace: "c", name: "s"}, service: "b", names: []string{"a"}}
 			v.setPod(p, i%2 == 0)
 			v.setSlice(s, i%2 == 0)
@@ -176,7 +177,7 @@ func TestViewConcurrent(t *testing.T) {
 		case <-done:
 			return
 		default:
-			v.pod([]byte("10.0.0.1"))
+			v.pod(netip.MustParseAddr("10.0.0.1"))
 			v.shadowed(n)
 		}
 	}
@@ -245,10 +246,18 @@ func TestPodIdentity(t *testing.T) {
 		{"the last but one leaves", pod("triplet", "10.244.1.5", nil), false, "10.244.1.5", "ns/web"},
 		{"the owner finishes", pod("web", "10.244.1.5", succeeded), true, "10.244.1.5", ""},
 		{"a host-network Pod alone", pod("agent", "10.0.0.7", hostNetwork), true, "10.0.0.7", ""},
+		// Addresses are compared parsed, whatever their text.
+		{"an IPv6 Pod", pod("v6", "fd00:0:0::0:1", nil), true, "fd00::1", "ns/v6"},
+		{"an IPv4-mapped address", pod("mapped", "::ffff:10.0.0.8", nil), true, "10.0.0.8", "ns/mapped"},
+		{"the IPv6 Pod leaves", pod("v6", "fd00::1", nil), false, "fd00::1", ""},
+		{"the mapped one leaves", pod("mapped", "::ffff:10.0.0.8", nil), false, "10.0.0.8", ""},
+	}
+	if got := pod("odd", "10.0.0.300", nil).ips; len(got) != 0 {
+		t.Errorf("an address that does not parse gave %v", got)
 	}
 	for _, s := range steps {
 		v.setPod(s.pod, s.present)
-		if got := v.pod([]byte(s.ip)); got != s.want {
+		if got := v.pod(netip.MustParseAddr(s.ip)); got != s.want {
 			t.Errorf("%s: pod(%s) = %q, want %q", s.what, s.ip, got, s.want)
 		}
 	}
@@ -258,6 +267,14 @@ func TestPodIdentity(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+func addrs(ips ...string) []netip.Addr {
+	var out []netip.Addr
+	for _, ip := range ips {
+		out = append(out, netip.MustParseAddr(ip))
+	}
+	return out
+}
 
 func inClusterLocal(target string) bool { return strings.HasSuffix(target, ".cluster.local") }
 
