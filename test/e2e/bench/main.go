@@ -74,10 +74,21 @@ var (
 	sideBySide = flag.Bool("side-by-side", true, "run each configuration beside any, both under dnsperf at once; false: one after the other")
 	// A rare loopback drop holds dnsperf busy-waiting at the end for up to -t.
 	timeout = flag.Int("timeout", 1, "dnsperf -t, seconds")
+	// Batches of the same code, pooled: nothing is started.
+	pool = flag.String("pool", "", "comma-separated rounds.csv files of earlier side-by-side runs: print their pooled ratios to any, and stop")
 )
 
 func main() {
 	flag.Parse()
+	if *pool != "" {
+		t, err := floorTable(strings.Split(*pool, ","))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		fmt.Print(t)
+		return
+	}
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		coredns.StopAll()
@@ -199,10 +210,18 @@ func run() error {
 		}
 		table += "\n" + shareTable(shares)
 	}
-	fmt.Print(table)
-	if err := writeCSV(filepath.Join(out, "rounds.csv"), rows); err != nil {
+	csvPath := filepath.Join(out, "rounds.csv")
+	if err := writeCSV(csvPath, rows); err != nil {
 		return err
 	}
+	if *sideBySide {
+		ft, err := floorTable([]string{csvPath})
+		if err != nil {
+			return err
+		}
+		table += "\n" + ft
+	}
+	fmt.Print(table)
 	if err := os.WriteFile(filepath.Join(out, "table.md"), []byte(table), 0o644); err != nil {
 		return err
 	}
