@@ -41,7 +41,7 @@ func (g *NSGuard) answer(ctx context.Context, w dns.ResponseWriter, r, res *dns.
 	server := metrics.WithServer(ctx)
 	d.count(server, metrics.WithView(ctx))
 	if d.action == actionRefused {
-		w.WriteMsg(refusal(r, res, g.rcode, d.name.Zone))
+		w.WriteMsg(refusal(r, res, g.rcode, g.soas[d.name.Zone]))
 		rcode, err = dns.RcodeSuccess, nil // written: the server must not answer again
 		if plugin.ClientWrite(g.rcode) {
 			rcode = g.rcode

@@ -42,7 +42,7 @@ func FuzzServeDNS(f *testing.F) {
 			if heldByClassify(n, true) && !g.mayHold(q.Name) {
 				t.Errorf("mayHold(%q) = false, but Classify reads it as %s", q.Name, n.Shape)
 			}
-			endpoint := n.Shape == clusterdns.EndpointName && clusterdns.IsDNSLabel(n.Endpoint)
+			endpoint := n.Shape == clusterdns.EndpointName && heldByClassify(n, true)
 			if got, ok := clusterdns.EndpointIn(q.Name, n.Zone); endpoint && (!ok || got != n) {
 				t.Errorf("EndpointIn(%q) = %+v, %v, but Classify reads %+v", q.Name, got, ok, n)
 			}

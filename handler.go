@@ -19,11 +19,12 @@ import (
 type NSGuard struct {
 	Next plugin.Handler
 
-	zones           []string // guarded zones; set at start-up when they default
-	apexDots        uint64   // bit n: a namespace apex under a zone has n dots
-	endpointDots    uint64   // bit n: an endpoint name under a zone has n dots
-	mode            Mode     // for namespace apex answers
-	shadows         Mode     // for endpoint shadows
+	zones           []string            // guarded zones; set at start-up when they default
+	soas            map[string]*dns.SOA // each zone's own SOA, for a refusal when the upstream sent none
+	apexDots        uint64              // bit n: a namespace apex under a zone has n dots
+	endpointDots    uint64              // bit n: an endpoint name under a zone has n dots
+	mode            Mode                // for namespace apex answers
+	shadows         Mode                // for endpoint shadows
 	rcode           int
 	allowNamespaces map[string]struct{}
 	allowClients    map[string]struct{}
@@ -48,9 +49,13 @@ func New(cfg config) *NSGuard {
 	return g
 }
 
-// setZones sets the guarded zones, and the dot counts of the names held under them.
+// setZones sets the guarded zones, their SOAs, and the dot counts of the names held under them.
 func (g *NSGuard) setZones(zones []string) {
 	g.zones = zones
+	g.soas = make(map[string]*dns.SOA, len(zones))
+	for _, z := range zones {
+		g.soas[z] = zoneSOA(z)
+	}
 	g.apexDots = dotCounts(zones, 2)
 	g.endpointDots = dotCounts(zones, 4)
 }

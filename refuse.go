@@ -13,7 +13,7 @@ const negativeTTL = 5
 // refusal is the answer given in place of res: the query's ID, question and flags, the
 // rcode, the zone's SOA for negative caching, no answer records and no signatures.
 // res is only read: it may also sit in cache.
-func refusal(r, res *dns.Msg, rcode int, zone string) *dns.Msg {
+func refusal(r, res *dns.Msg, rcode int, own *dns.SOA) *dns.Msg {
 	// One allocation for the message, its sections and their records, copied by value: this
 	// runs for every refused query.
 	a := &struct {
@@ -35,7 +35,7 @@ func refusal(r, res *dns.Msg, rcode int, zone string) *dns.Msg {
 	m.Rcode = rcode
 	a.q[0] = r.Question[0] // as the client asked it, case included
 	m.Question = a.q[:]
-	setSOA(&a.soa, res, zone)
+	setSOA(&a.soa, res, own)
 	a.ns[0] = &a.soa
 	m.Ns = a.ns[:]
 	if opt := r.IsEdns0(); opt != nil {
@@ -45,18 +45,24 @@ func refusal(r, res *dns.Msg, rcode int, zone string) *dns.Msg {
 	return m
 }
 
-// setSOA makes s the SOA res carried in its authority section, or one made for zone, with
+// setSOA makes s the SOA res carried in its authority section, or else own, the zone's, with
 // the negative TTL of every refusal. A SOA holds only strings and numbers, so a copy by
 // value shares nothing that can change.
-func setSOA(s *dns.SOA, res *dns.Msg, zone string) {
+func setSOA(s *dns.SOA, res *dns.Msg, own *dns.SOA) {
+	*s = *own
 	for _, rr := range res.Ns {
 		if up, ok := rr.(*dns.SOA); ok {
 			*s = *up
-			s.Hdr.Ttl, s.Minttl = negativeTTL, negativeTTL
-			return
+			break
 		}
 	}
-	*s = dns.SOA{
+	s.Hdr.Ttl, s.Minttl = negativeTTL, negativeTTL
+}
+
+// zoneSOA is the SOA a refusal carries when the upstream sent none (kube-dns, for A), made
+// once per zone when the zones are set.
+func zoneSOA(zone string) *dns.SOA {
+	return &dns.SOA{
 		Hdr:     dns.RR_Header{Name: zone, Rrtype: dns.TypeSOA, Class: dns.ClassINET, Ttl: negativeTTL},
 		Ns:      dnsJoin("ns.dns", zone),
 		Mbox:    dnsJoin("hostmaster", zone),

@@ -81,7 +81,7 @@ var (
 func main() {
 	flag.Parse()
 	if *pool != "" {
-		t, err := floorTable(strings.Split(*pool, ","))
+		t, err := pooled(strings.Split(*pool, ","))
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 			os.Exit(1)
@@ -210,18 +210,17 @@ func run() error {
 		}
 		table += "\n" + shareTable(shares)
 	}
-	csvPath := filepath.Join(out, "rounds.csv")
-	if err := writeCSV(csvPath, rows); err != nil {
-		return err
-	}
 	if *sideBySide {
-		ft, err := floorTable([]string{csvPath})
+		ft, err := floorTable(rows)
 		if err != nil {
 			return err
 		}
 		table += "\n" + ft
 	}
 	fmt.Print(table)
+	if err := writeCSV(filepath.Join(out, "rounds.csv"), rows); err != nil {
+		return err
+	}
 	if err := os.WriteFile(filepath.Join(out, "table.md"), []byte(table), 0o644); err != nil {
 		return err
 	}

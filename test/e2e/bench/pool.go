@@ -7,22 +7,23 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // resamples is how many times the rounds are drawn again to bound a median: enough for the
 // 2.5th and 97.5th percentiles to settle at three decimals.
 const resamples = 4000
 
-// floorTable reads rounds.csv files written side by side and sets each configuration beside
-// the any floor: the median of its per-run ratios of CPU per query, a 95% confidence interval
-// of that median, and in how many runs it used more CPU per query than any beside it. A batch
-// median moves by more than its interquartile range suggests; pooling batches and counting
-// runs says whether a configuration can be told from the floor at all. kubernetes alone is
-// the yardstick: nothing is in front of it.
-func floorTable(paths []string) (string, error) {
-	ratios := map[string][]float64{}
-	for _, p := range paths {
-		if err := readRatios(p, ratios); err != nil {
+// floorTable sets each configuration of side-by-side batches beside the any floor: the median
+// of its per-run ratios of CPU per query, a 95% confidence interval of that median, and in
+// how many runs it used more CPU per query than any beside it. A batch median moves by more
+// than its interquartile range suggests; pooling batches and counting runs says whether a
+// configuration can be told from the floor at all. kubernetes alone is the yardstick:
+// nothing is in front of it.
+func floorTable(batches ...[]sample) (string, error) {
+	ratios := make([][]float64, len(configs))
+	for _, rows := range batches {
+		if err := floorRatios(rows, ratios); err != nil {
 			return "", err
 		}
 	}
@@ -30,8 +31,7 @@ func floorTable(paths []string) (string, error) {
 	fmt.Fprintf(&b, "| configuration | runs | CPU/query ratio to any (median, p25–p75) | 95%% CI of the median | runs above any |\n")
 	fmt.Fprintf(&b, "|---|---:|---:|---:|---:|\n")
 	rng := rand.New(rand.NewPCG(1, 2)) // the same figures from the same files
-	for _, c := range configs {
-		v := ratios[c.name]
+	for i, v := range ratios {
 		if len(v) == 0 {
 			continue
 		}
@@ -42,66 +42,100 @@ func floorTable(paths []string) (string, error) {
 				above++
 			}
 		}
-		fmt.Fprintf(&b, "| %s | %d | %.3f (%.3f–%.3f) | %.3f–%.3f | %d of %d |\n", c.name, len(v),
+		fmt.Fprintf(&b, "| %s | %d | %.3f (%.3f–%.3f) | %.3f–%.3f | %d of %d |\n", configs[i].name, len(v),
 			quantile(v, .5), quantile(v, .25), quantile(v, .75), lo, hi, above, len(v))
 	}
 	return b.String(), nil
 }
 
-// readRatios adds each side-by-side run of path to ratios: the configuration's CPU per query
-// over that of any, beside it in the same run.
-func readRatios(path string, ratios map[string][]float64) error {
+// pooled is floorTable for the rounds.csv files of earlier batches.
+func pooled(paths []string) (string, error) {
+	var batches [][]sample
+	for _, p := range paths {
+		rows, err := readRounds(p)
+		if err != nil {
+			return "", err
+		}
+		batches = append(batches, rows)
+	}
+	return floorTable(batches...)
+}
+
+// floorRatios adds each side-by-side run of one batch to ratios, by configuration: its CPU per
+// query over that of any, beside it in the same run.
+func floorRatios(rows []sample, ratios [][]float64) error {
+	type run struct{ round, pair int }
+	floor := map[run]float64{}
+	for _, s := range rows {
+		if s.pair < 0 {
+			return fmt.Errorf("%s, round %d: run one after the other; only side-by-side runs have a ratio to any", configs[s.config].name, s.round)
+		}
+		if s.config == floorConfig {
+			floor[run{s.round, s.pair}] = s.cpuPerQuery()
+		}
+	}
+	for _, s := range rows {
+		if s.config == floorConfig {
+			continue
+		}
+		f, ok := floor[run{s.round, s.pair}]
+		if !ok || f == 0 {
+			return fmt.Errorf("round %d of %s has no run of any beside it", s.round, configs[s.config].name)
+		}
+		ratios[s.config] = append(ratios[s.config], s.cpuPerQuery()/f)
+	}
+	return nil
+}
+
+// readRounds reads back what writeCSV wrote: of each run, what floorRatios needs.
+func readRounds(path string) ([]sample, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer f.Close()
 	recs, err := csv.NewReader(f).ReadAll()
 	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if len(recs) == 0 {
-		return fmt.Errorf("%s: empty", path)
+		return nil, fmt.Errorf("%s: empty", path)
 	}
 	col := map[string]int{}
 	for i, h := range recs[0] {
 		col[h] = i
 	}
-	for _, h := range []string{"round", "configuration", "beside", "cpu_us_per_query"} {
+	for _, h := range []string{"round", "configuration", "beside", "completed", "cpu_us"} {
 		if _, ok := col[h]; !ok {
-			return fmt.Errorf("%s: no column %q", path, h)
+			return nil, fmt.Errorf("%s: no column %q", path, h)
 		}
 	}
-	type run struct{ round, config string }
-	floor := map[run]float64{}
-	var rows [][]string
-	for _, r := range recs[1:] {
-		if r[col["beside"]] == "" {
-			return fmt.Errorf("%s: written one after the other; only side-by-side runs have a ratio to any", path)
-		}
-		if r[col["configuration"]] == configs[floorConfig].name {
-			v, err := strconv.ParseFloat(r[col["cpu_us_per_query"]], 64)
-			if err != nil {
-				return fmt.Errorf("%s: %w", path, err)
-			}
-			floor[run{r[col["round"]], r[col["beside"]]}] = v
-			continue
-		}
-		rows = append(rows, r)
+	index := map[string]int{"": -1}
+	for i, c := range configs {
+		index[c.name] = i
 	}
-	for _, r := range rows {
-		v, err := strconv.ParseFloat(r[col["cpu_us_per_query"]], 64)
-		if err != nil {
-			return fmt.Errorf("%s: %w", path, err)
+	var rows []sample
+	for line, r := range recs[1:] {
+		s := sample{pair: -1}
+		config, ok1 := index[r[col["configuration"]]]
+		beside, ok2 := index[r[col["beside"]]]
+		round, err1 := strconv.Atoi(r[col["round"]])
+		completed, err2 := strconv.ParseInt(r[col["completed"]], 10, 64)
+		cpu, err3 := strconv.ParseInt(r[col["cpu_us"]], 10, 64)
+		if !ok1 || config < 0 || !ok2 || err1 != nil || err2 != nil || err3 != nil {
+			return nil, fmt.Errorf("%s:%d: not a run of this bench: %q", path, line+2, r)
 		}
-		name := r[col["configuration"]]
-		f, ok := floor[run{r[col["round"]], name}]
-		if !ok || f == 0 {
-			return fmt.Errorf("%s: round %s of %s has no run of any beside it", path, r[col["round"]], name)
+		s.round, s.config, s.completed, s.cpu = round, config, completed, time.Duration(cpu)*time.Microsecond
+		switch {
+		case beside < 0: // one after the other
+		case config == floorConfig:
+			s.pair = beside
+		default:
+			s.pair = config
 		}
-		ratios[name] = append(ratios[name], v/f)
+		rows = append(rows, s)
 	}
-	return nil
+	return rows, nil
 }
 
 // medianCI is a 95% bootstrap confidence interval of the median of v.

@@ -3,41 +3,43 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
-const csvHeader = "round,configuration,beside,qps,completed,lost,cpu_us,cpu_us_per_query,dnsperf_cpu_us,steal\n"
-
 func TestFloorTable(t *testing.T) {
+	logView := slices.IndexFunc(configs, func(c config) bool { return c.name == "nsguard, mode log" })
+	// run is one dnsperf run: CPU per query in µs, of the configuration beside any or of any.
+	run := func(round, config, pair int, cpuPerQuery int64) sample {
+		return sample{round: round, config: config, pair: pair, completed: 1, cpu: time.Duration(cpuPerQuery) * time.Microsecond}
+	}
 	tests := []struct {
 		name    string
-		csv     string
+		rows    []sample
+		csv     string   // a file of another kind, instead of rows
 		want    []string // lines the table must hold
 		wantErr string
 	}{
 		{
 			name: "ratios within each run",
-			csv: csvHeader +
-				"0,\"nsguard, mode log\",any (the floor),1,1,0,1,50.00,1,0\n" +
-				"0,any (the floor),\"nsguard, mode log\",1,1,0,1,40.00,1,0\n" +
-				"1,\"nsguard, mode log\",any (the floor),1,1,0,1,30.00,1,0\n" +
-				"1,any (the floor),\"nsguard, mode log\",1,1,0,1,60.00,1,0\n" +
-				"2,\"nsguard, mode log\",any (the floor),1,1,0,1,44.00,1,0\n" +
-				"2,any (the floor),\"nsguard, mode log\",1,1,0,1,40.00,1,0\n",
+			rows: []sample{
+				run(0, logView, logView, 50), run(0, floorConfig, logView, 40),
+				run(1, logView, logView, 30), run(1, floorConfig, logView, 60),
+				run(2, logView, logView, 44), run(2, floorConfig, logView, 40),
+			},
 			// 1.25, 0.5 and 1.1: the median of the ratios, not the ratio of the medians.
 			want: []string{"| nsguard, mode log | 3 | 1.100 (0.800–1.175) |", "| 2 of 3 |"},
 		},
 		{
-			name: "one after the other",
-			csv: csvHeader +
-				"0,\"nsguard, mode log\",,1,1,0,1,50.00,1,0\n",
+			name:    "one after the other",
+			rows:    []sample{run(0, logView, -1, 50)},
 			wantErr: "one after the other",
 		},
 		{
-			name: "no floor beside",
-			csv: csvHeader +
-				"0,\"nsguard, mode log\",any (the floor),1,1,0,1,50.00,1,0\n",
+			name:    "no floor beside",
+			rows:    []sample{run(0, logView, logView, 50)},
 			wantErr: "no run of any beside it",
 		},
 		{
@@ -48,11 +50,16 @@ func TestFloorTable(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			// Each batch is pooled from the file writeCSV makes of it; a run tables its rows at once.
 			path := filepath.Join(t.TempDir(), "rounds.csv")
-			if err := os.WriteFile(path, []byte(tc.csv), 0o644); err != nil {
+			if tc.csv != "" {
+				if err := os.WriteFile(path, []byte(tc.csv), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			} else if err := writeCSV(path, tc.rows); err != nil {
 				t.Fatal(err)
 			}
-			got, err := floorTable([]string{path})
+			got, err := pooled([]string{path})
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("err %v, want one saying %q", err, tc.wantErr)
@@ -66,6 +73,9 @@ func TestFloorTable(t *testing.T) {
 				if !strings.Contains(got, w) {
 					t.Errorf("table lacks %q:\n%s", w, got)
 				}
+			}
+			if direct, err := floorTable(tc.rows); err != nil || direct != got {
+				t.Errorf("the rows tabled at once give %q, %v; read back from their file %q", direct, err, got)
 			}
 		})
 	}
