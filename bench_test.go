@@ -14,6 +14,11 @@ import (
 
 	"github.com/miekg/dns"
 
+	corev1 "k8s.io/api/core/v1"
+	discovery "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
 	"github.com/nsguard/nsguard/clusterdns"
 )
 
@@ -55,7 +60,7 @@ func BenchmarkServeDNS(b *testing.B) {
 		// name to cluster DNS. With a view each one is checked for a shadow.
 		{"endpoint-candidate", "api.github.com.svc.cluster.local."},
 	}
-	v := benchView()
+	v := benchView(b)
 	for _, c := range cases {
 		r := query(c.qname, dns.TypeA, noEDNS)
 		res := reply(r, dns.RcodeSuccess)
@@ -92,17 +97,23 @@ func BenchmarkServeDNS(b *testing.B) {
 
 // benchView is a synced view of 200 namespaces of 5 Services, one of them headless with
 // named endpoints, and the Pod that asks.
-func benchView() *view {
-	v := newView()
+func benchView(b *testing.B) clusterView {
+	var objs []runtime.Object
 	for i := range 200 {
 		ns := "bench-" + strconv.Itoa(i)
 		for j := range 5 {
-			v.setService(&serviceObj{meta: meta{namespace: ns, name: "svc" + strconv.Itoa(j)}}, true)
+			objs = append(objs, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "svc" + strconv.Itoa(j)}})
 		}
-		v.setSlice(&sliceObj{meta: meta{namespace: ns, name: "svc0-x"}, service: "svc0", names: []string{"svc0-0", "svc0-1"}}, true)
+		slice := &discovery.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "svc0-x",
+			Labels: map[string]string{discovery.LabelServiceName: "svc0"}}}
+		for _, h := range []string{"svc0-0", "svc0-1"} {
+			slice.Endpoints = append(slice.Endpoints, discovery.Endpoint{Hostname: &h, Addresses: []string{"10.244.9.1"}})
+		}
+		objs = append(objs, slice)
 	}
-	v.setPod(&podObj{meta: meta{namespace: "new-namespace-1", name: "client"}, ips: addrs("10.244.1.5")}, true)
-	v.synced.Store(true)
+	objs = append(objs, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "new-namespace-1", Name: "client"},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIPs: []corev1.PodIP{{IP: "10.244.1.5"}}}})
+	v, _ := startView(b, true, objs...)
 	return v
 }
 
@@ -138,7 +149,7 @@ func TestMayHoldMissesNothing(t *testing.T) {
 	for _, withView := range []bool{false, true} {
 		g := New(testConfig(zones, ModeLog, dns.RcodeNameError))
 		if withView {
-			g.view = newView()
+			g.view = emptyView(true)
 		}
 		for _, name := range names {
 			n := clusterdns.Classify(name, zones)
@@ -162,8 +173,7 @@ func BenchmarkFreshGoroutine(b *testing.B) {
 	next := file.File{Zones: file.Zones{Z: map[string]*file.Zone{"cluster.local.": zone}, Names: []string{"cluster.local."}}}
 	g := New(testConfig([]string{"cluster.local."}, ModeLog, dns.RcodeNameError))
 	g.Next = next
-	g.view = newView()
-	g.view.synced.Store(true)
+	g.view = emptyView(true)
 	handlers := []struct {
 		name string
 		h    plugin.Handler

@@ -27,7 +27,7 @@ func (g *NSGuard) clientPod(ip netip.Addr) string {
 	if !ip.IsValid() {
 		return ""
 	}
-	return g.view.pod(ip)
+	return g.view.Pod(ip)
 }
 
 // clientAllowed reports whether the client's namespace is under "allow client".

@@ -13,11 +13,13 @@ import (
 
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/nsguard/nsguard/internal/fixture"
 )
 
-// TestClusterAware runs nsguard with a view of the incident's cluster (see incidentObjects).
+// TestClusterAware runs nsguard with a view of the incident's cluster (see fixture.Incident).
 func TestClusterAware(t *testing.T) {
-	v, _ := startView(t, true, incidentObjects()...)
+	v, _ := startView(t, true, fixture.Incident()...)
 	const client, stranger = "10.244.1.5", "10.244.9.9"
 	tests := []struct {
 		name       string
@@ -145,11 +147,12 @@ func TestReady(t *testing.T) {
 	if !g.Ready() {
 		t.Error("without a view nsguard must be ready")
 	}
-	g.view = newView()
+	v := emptyView(false)
+	g.view = v
 	if g.Ready() {
 		t.Error("ready before the view synced")
 	}
-	g.view.synced.Store(true)
+	v.synced.Store(true)
 	if !g.Ready() {
 		t.Error("not ready after the view synced")
 	}
@@ -158,7 +161,7 @@ func TestReady(t *testing.T) {
 // TestShadowCheckDoesNotAllocate holds the pass-through promise with a view: an endpoint
 // name that shadows nothing costs no allocation beyond calling the next plugin.
 func TestShadowCheckDoesNotAllocate(t *testing.T) {
-	v, _ := startView(t, true, incidentObjects()...)
+	v, _ := startView(t, true, fixture.Incident()...)
 	g := New(testConfig([]string{"cluster.local."}, ModeRefuse, dns.RcodeNameError))
 	g.view = v
 	r := query("web-0.nginx.shop.svc.cluster.local.", dns.TypeA, noEDNS)

@@ -85,7 +85,7 @@ func (g *NSGuard) decide(ctx context.Context, w dns.ResponseWriter, r, res *dns.
 	// A shadow was found in the view, so it is known to have synced. A view cut off from the
 	// API server is still used, and that is counted: its last known state beats none.
 	if g.view != nil && (d.kind == shadowKind || g.viewSynced(ctx)) {
-		if g.view.stale.Load() {
+		if g.view.Stale() {
 			staleCounters.get(metrics.WithServer(ctx)).Inc()
 		}
 		d.pod = g.clientPod(d.client)
@@ -112,7 +112,7 @@ func (d decision) count(server, view string) {
 
 // viewSynced reports whether the cluster view has synced, and counts it when not.
 func (g *NSGuard) viewSynced(ctx context.Context) bool {
-	if !g.view.synced.Load() {
+	if !g.view.Synced() {
 		skipCounters.get(serverLabels{metrics.WithServer(ctx), skipNotSynced}).Inc()
 		return false
 	}

@@ -115,12 +115,12 @@ func (e *eventer) record(recorder events.EventRecorder, sent map[eventKey]time.T
 	if last, ok := sent[key]; ok && now.Sub(last) < e.interval {
 		return
 	}
-	if e.g.view.stale.Load() {
+	if e.g.view.Stale() {
 		eventDrops.get(serverLabels{it.server, dropUnreachable}).Inc()
 		return
 	}
 	ns, name, _ := strings.Cut(it.d.pod, "/")
-	uid, ok := e.g.view.podUID(it.d.pod)
+	uid, ok := e.g.view.PodUID(it.d.pod)
 	if !ok {
 		eventDrops.get(serverLabels{it.server, dropPodGone}).Inc()
 		return

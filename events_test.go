@@ -15,28 +15,16 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/nsguard/nsguard/clusterdns"
+	"github.com/nsguard/nsguard/internal/fixture"
 )
 
 // withEvents runs nsguard with a view and Events over a fake clientset of the incident.
 func withEvents(t *testing.T, mode Mode, interval time.Duration) (*NSGuard, *fake.Clientset) {
 	t.Helper()
-	objs := incidentObjects()
-	for _, o := range objs {
-		if p, ok := o.(*corev1.Pod); ok {
-			p.UID = types.UID("uid-" + p.Name)
-		}
-	}
-	cs := fake.NewClientset(objs...)
-	v := newView()
-	w := &watcher{client: cs, view: v, clients: true, uids: true}
-	if err := w.start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { w.stop() })
+	v, cs := startView(t, true, fixture.Incident()...)
 	g := New(testConfig([]string{"cluster.local."}, mode, dns.RcodeNameError))
 	g.view = v
 	g.events = newEventer(g, cs, interval)
@@ -108,8 +96,8 @@ func TestEventOnClientPod(t *testing.T) {
 func TestEventQueueFull(t *testing.T) {
 	cs := fake.NewClientset()
 	g := New(testConfig([]string{"cluster.local."}, ModeLog, dns.RcodeNameError))
-	g.view = newView()
-	g.view.synced.Store(true)
+	v, _ := startView(t, true, fixture.Incident()...)
+	g.view = v
 	g.events = newEventer(g, cs, time.Hour) // not started: nothing takes from the queue
 	d := decision{kind: apexKind, name: clusterdns.Name{Shape: clusterdns.NamespaceApex, Zone: "cluster.local.", Namespace: "my-app"}, pod: "new-namespace-1/client", action: actionLogged}
 	r := query("my-app.svc.cluster.local.", dns.TypeA, noEDNS)
@@ -124,7 +112,6 @@ func TestEventQueueFull(t *testing.T) {
 		t.Errorf("%v drops counted, want the 101 past the queue", got)
 	}
 	// The held path costs the same with Events on.
-	g.view.setPod(&podObj{meta: meta{namespace: "new-namespace-1", name: "client"}, ips: addrs("10.244.1.5")}, true)
 	g.Next = upstreams["kubernetes"]()
 	w := &test.ResponseWriter{RemoteIP: "10.244.1.5"}
 	serve := func() { g.ServeDNS(context.Background(), w, r) }
@@ -139,7 +126,7 @@ func TestEventQueueFull(t *testing.T) {
 // With the API server out of reach, Events are dropped and counted, not piled up.
 func TestEventAPIServerAway(t *testing.T) {
 	g, cs := withEvents(t, ModeLog, time.Hour)
-	g.view.setStale(true)
+	g.view.(*forcedView).stale.Store(true)
 	drops := testutil.ToFloat64(eventsDropped.WithLabelValues("", dropUnreachable))
 	if m := ask(g, "kubernetes", "10.244.1.5", "my-app.svc.cluster.local."); m.Rcode != dns.RcodeSuccess {
 		t.Errorf("the answer changed: %v", m)

@@ -30,9 +30,8 @@ type NSGuard struct {
 	allowClients    map[string]struct{}
 	limiter         *logLimiter
 
-	view    *view    // nil without a cluster view
-	watcher *watcher // keeps view up to date
-	events  *eventer // nil unless Events are on
+	view   clusterView // nil without a cluster view
+	events *eventer    // nil unless Events are on
 }
 
 // New returns an NSGuard for cfg, without a cluster view.
@@ -79,7 +78,7 @@ func dotCounts(zones []string, labels int) uint64 {
 func (g *NSGuard) Name() string { return pluginName }
 
 // Ready implements ready.Readiness: ready once the cluster view, if any, has synced.
-func (g *NSGuard) Ready() bool { return g.view == nil || g.view.synced.Load() }
+func (g *NSGuard) Ready() bool { return g.view == nil || g.view.Synced() }
 
 // ServeDNS implements plugin.Handler. Only namespace apex questions and endpoint names that
 // shadow a Service are held; everything else goes straight on, with no writer of ours and no
@@ -116,7 +115,7 @@ func (g *NSGuard) holds(ctx context.Context, r *dns.Msg) bool {
 	// Most endpoint-shaped names are search candidates (api.github.com.svc.<zone>): cut by
 	// position and looked up, they cost no full read of the name.
 	if n, ok := clusterdns.EndpointIn(q.Name, zone); ok {
-		return g.view != nil && g.viewSynced(ctx) && g.view.shadowed(n)
+		return g.view != nil && g.viewSynced(ctx) && g.view.Shadowed(n)
 	}
 	return clusterdns.ClassifyIn(q.Name, zone).Shape == clusterdns.NamespaceApex
 }

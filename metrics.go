@@ -160,33 +160,6 @@ var (
 	}}
 )
 
-// gaugeOwners says which view last set the view gauges of each server. A reload starts the
-// new view before it stops the old one, so only the owner may remove a server's gauges.
-var (
-	gaugeMu     sync.Mutex
-	gaugeOwners = map[string]*view{}
-)
-
-func claimGauges(v *view) {
-	gaugeMu.Lock()
-	defer gaugeMu.Unlock()
-	for _, s := range v.servers {
-		gaugeOwners[s] = v
-	}
-}
-
-func releaseGauges(v *view) {
-	gaugeMu.Lock()
-	defer gaugeMu.Unlock()
-	for _, s := range v.servers {
-		if gaugeOwners[s] == v {
-			delete(gaugeOwners, s)
-			viewSynced.DeleteLabelValues(s)
-			viewStale.DeleteLabelValues(s)
-		}
-	}
-}
-
 // maxClientNamespaces bounds the client_namespace label: the first this many namespaces a
 // server sees get their own series, later ones share "other". Namespaces are made by the
 // cluster's admins, not chosen by clients, and only offenders make series; still, a cluster

@@ -77,10 +77,10 @@ func (g *NSGuard) report(server string, r, res *dns.Msg, d decision) {
 func (g *NSGuard) apexFix(d decision) clusterdns.ApexFix {
 	f := clusterdns.ApexFix{Name: strings.ToLower(d.name.Namespace), Zone: d.name.Zone}
 	f.Client, _, _ = strings.Cut(d.pod, "/")
-	if g.view == nil || !g.view.synced.Load() {
+	if g.view == nil || !g.view.Synced() {
 		return f
 	}
-	services, aliases := g.view.homes(f.Name, func(target string) bool { return clusterdns.LeadsInto(target, g.zones) })
+	services, aliases := g.view.Homes(f.Name, func(target string) bool { return clusterdns.LeadsInto(target, g.zones) })
 	if len(services) == 0 {
 		services = aliases // an alias still reaches something
 	}

@@ -1,7 +1,6 @@
 package nsguard
 
 import (
-	"errors"
 	"net/url"
 	"strconv"
 	"strings"
@@ -70,8 +69,7 @@ func setup(c *caddy.Controller) error {
 		return plugin.Error(pluginName, err)
 	}
 	g := New(cfg)
-	v := newView()
-	client, err := cfg.kubernetesClient(v)
+	client, err := cfg.kubernetesClient()
 	if err != nil {
 		return plugin.Error(pluginName, err)
 	}
@@ -96,31 +94,9 @@ func setup(c *caddy.Controller) error {
 		return nil
 	})
 	if client != nil {
-		g.view = v
-		g.watcher = &watcher{client: client, view: v, clients: cfg.clients, uids: cfg.events > 0}
-		if cfg.events > 0 {
-			g.events = newEventer(g, client, cfg.events)
-		}
-		c.OnStartup(func() error {
-			v.servers = serverAddrs(conf)
-			claimGauges(v)
-			if err := g.watcher.start(); err != nil {
-				return err
-			}
-			if g.events != nil {
-				return g.events.start()
-			}
-			return nil
-		})
-		c.OnShutdown(func() error {
-			var err error
-			if g.events != nil {
-				err = g.events.stop()
-			}
-			err = errors.Join(err, g.watcher.stop())
-			releaseGauges(v)
-			return err
-		})
+		onStart, onShut := g.initView(conf, cfg, client)
+		c.OnStartup(onStart)
+		c.OnShutdown(onShut)
 	}
 	conf.AddPlugin(func(next plugin.Handler) plugin.Handler {
 		g.Next = next

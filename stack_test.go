@@ -60,8 +60,7 @@ func TestStackFrame(t *testing.T) {
 	floor := stackUnder(any.Any{Next: probe}, query("my-app.new-namespace-2.svc.cluster.local.", dns.TypeA, noEDNS))
 	g := New(testConfig([]string{"cluster.local."}, ModeRefuse, dns.RcodeNameError))
 	g.Next = probe
-	g.view = newView() // with a view, as in a cluster
-	g.view.synced.Store(true)
+	g.view = emptyView(true) // with a view, as in a cluster
 	tests := []struct {
 		name  string
 		qname string

@@ -1,4 +1,4 @@
-package nsguard
+package clusterview
 
 import (
 	"net/netip"
@@ -14,8 +14,8 @@ import (
 	"github.com/nsguard/nsguard/clusterdns"
 )
 
-// The view keeps only these small objects: informer transforms turn each API object into
-// one, so a cluster of tens of thousands of objects fits in a few tens of megabytes.
+// The view keeps only these small objects: transforms turn each API object into one as it
+// arrives, so that no full object outlives its decoding.
 
 // serviceObj is a Service and, for an ExternalName, its target: the advice names the
 // Service an alias leads to, not the alias.
@@ -31,19 +31,8 @@ type sliceObj struct {
 	names   []string // hostnames and target Pod names
 }
 
-// podObj is a live Pod's own addresses, and its UID when Events name it.
-type podObj struct {
-	meta
-	ips []netip.Addr // parsed once here, so the query path never formats a client's address
-	uid string
-}
-
-// addAddr records a Pod address from the API. One that does not parse can match no client.
-func (o *podObj) addAddr(s string) {
-	if ip, err := netip.ParseAddr(s); err == nil {
-		o.ips = append(o.ips, ip.Unmap())
-	}
-}
+// namespaceObj is a Namespace: its name is all the view needs.
+type namespaceObj struct{ meta }
 
 // meta is what an informer's store needs of an object: its key and version.
 type meta struct {
@@ -63,26 +52,17 @@ func metaOf(o metav1.Object) meta {
 	return meta{name: o.GetName(), namespace: o.GetNamespace(), version: o.GetResourceVersion()}
 }
 
-func (o *serviceObj) DeepCopyObject() runtime.Object { c := *o; return &c }
-func (o *podObj) DeepCopyObject() runtime.Object {
-	c := *o
-	c.ips = slices.Clone(o.ips)
-	return &c
-}
+func (o *serviceObj) DeepCopyObject() runtime.Object   { c := *o; return &c }
+func (o *namespaceObj) DeepCopyObject() runtime.Object { c := *o; return &c }
 func (o *sliceObj) DeepCopyObject() runtime.Object {
 	c := *o
 	c.names = slices.Clone(o.names)
 	return &c
 }
 
-// toSmall is the informers' transform. Tombstones and objects already small pass through.
-func toSmall(obj any) (any, error) { return transform(obj, false) }
-
-// toSmallWithUIDs is the transform when Events are on: they need a Pod's UID to show in
-// kubectl describe pod.
-func toSmallWithUIDs(obj any) (any, error) { return transform(obj, true) }
-
-func transform(obj any, uids bool) (any, error) {
+// toSmall is the transform of the view's own informers. Tombstones and objects already
+// small pass through.
+func toSmall(obj any) (any, error) {
 	switch o := obj.(type) {
 	case *corev1.Service:
 		s := &serviceObj{meta: metaOf(o)}
@@ -107,24 +87,42 @@ func transform(obj any, uids bool) (any, error) {
 			}
 		}
 		return s, nil
-	case *corev1.Pod:
-		p := &podObj{meta: metaOf(o)}
-		if uids {
-			p.uid = string(o.UID)
-		}
-		// A host-network Pod has its node's address; a finished one's may be reused already.
-		if o.Spec.HostNetwork || o.Status.Phase == corev1.PodSucceeded || o.Status.Phase == corev1.PodFailed {
-			return p, nil
-		}
-		for _, ip := range o.Status.PodIPs {
-			p.addAddr(ip.IP)
-		}
-		if len(p.ips) == 0 {
-			p.addAddr(o.Status.PodIP)
-		}
-		return p, nil
-	case *serviceObj, *sliceObj, *podObj:
-		return obj, nil
+	case *corev1.Namespace:
+		return &namespaceObj{meta: metaOf(o)}, nil
 	}
-	return obj, nil // a tombstone: the store handles it itself
+	return obj, nil // already small, or a tombstone: the store handles it itself
+}
+
+// podObj is a live Pod as the view keeps it: its key, its own addresses, and its UID when
+// Events name it. Nothing else of a Pod of many kilobytes stays in memory.
+type podObj struct {
+	key string       // "namespace/name"
+	ips []netip.Addr // parsed once here, so the query path never formats a client's address
+	uid string
+}
+
+// toPod reduces a Pod to what naming a client needs. A host-network Pod has its node's
+// address, and a finished one's may be another Pod's already: neither gets addresses.
+func toPod(p *corev1.Pod, uids bool) *podObj {
+	o := &podObj{key: p.Namespace + "/" + p.Name}
+	if uids {
+		o.uid = string(p.UID)
+	}
+	if p.Spec.HostNetwork || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		return o
+	}
+	for _, ip := range p.Status.PodIPs {
+		o.addAddr(ip.IP)
+	}
+	if len(o.ips) == 0 {
+		o.addAddr(p.Status.PodIP)
+	}
+	return o
+}
+
+// addAddr records a Pod address from the API. One that does not parse can match no client.
+func (o *podObj) addAddr(s string) {
+	if ip, err := netip.ParseAddr(s); err == nil {
+		o.ips = append(o.ips, ip.Unmap())
+	}
 }

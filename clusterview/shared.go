@@ -1,0 +1,62 @@
+package clusterview
+
+import (
+	"strings"
+	"sync"
+	"unsafe"
+)
+
+// shared reads the kubernetes plugin's caches: CoreDNS watches Services, EndpointSlices
+// and Namespaces once, for both plugins. Its objects are shared and read-only.
+type shared struct{ c Controller }
+
+func (s shared) hasSynced() bool { return s.c.HasSynced() }
+
+func (s shared) shadowed(ns, svc, ep string) bool {
+	// Service ep in namespace svc is the rare part, so it is looked up first.
+	if !s.any(func(k string) bool { return len(s.c.SvcIndex(k)) > 0 }, ep, svc) {
+		return false
+	}
+	return s.any(func(k string) bool {
+		for _, e := range s.c.EpIndex(k) {
+			for _, sub := range e.Subsets {
+				for _, a := range sub.Addresses {
+					// The names the kubernetes plugin answers for an address: its hostname, or
+					// without one its Pod's name (endpoint_pod_names).
+					if a.Hostname == ep || a.Hostname == "" && strings.EqualFold(a.TargetRefName, ep) {
+						return true
+					}
+				}
+			}
+		}
+		return false
+	}, svc, ns)
+}
+
+// keys holds the buffers of index keys, so that a lookup that finds nothing, as nearly
+// every search candidate does, allocates nothing.
+var keys = sync.Pool{New: func() any { b := make([]byte, 0, 128); return &b }}
+
+// any calls f with the index key "name.namespace" of the kubernetes plugin. The key lives
+// in a pooled buffer: the caches only look it up, they never keep it.
+func (shared) any(f func(key string) bool, name, namespace string) bool {
+	bp := keys.Get().(*[]byte)
+	b := append(append(append((*bp)[:0], name...), '.'), namespace...)
+	ok := f(unsafe.String(unsafe.SliceData(b), len(b)))
+	*bp = b
+	keys.Put(bp)
+	return ok
+}
+
+func (s shared) each(name string, f func(namespace, externalName string)) {
+	for _, svc := range s.c.ServiceList() {
+		if svc.Name == name {
+			f(svc.Namespace, svc.ExternalName)
+		}
+	}
+}
+
+func (s shared) hasNamespace(name string) bool {
+	_, err := s.c.GetNamespaceByName(name)
+	return err == nil
+}

@@ -1,0 +1,60 @@
+package nsguard
+
+import (
+	"github.com/coredns/coredns/core/dnsserver"
+	"github.com/coredns/coredns/plugin"
+	"github.com/coredns/coredns/plugin/kubernetes"
+	k8s "k8s.io/client-go/kubernetes"
+
+	"github.com/nsguard/nsguard/clusterview"
+)
+
+// initView gives g its cluster view and Events, and returns what starts and stops them, as
+// the kubernetes plugin's InitKubeCache does.
+func (g *NSGuard) initView(conf *dnsserver.Config, cfg config, client k8s.Interface) (onStart, onShut func() error) {
+	gauges := &viewGauges{}
+	v := clusterview.New(clusterview.Config{
+		Client: client, Clients: cfg.clients, UIDs: cfg.events > 0,
+		OnSynced: gauges.synced, OnStale: gauges.stale,
+	})
+	g.view = v
+	if cfg.events > 0 {
+		g.events = newEventer(g, client, cfg.events)
+	}
+	var run *clusterview.Run
+	onStart = func() error {
+		gauges.servers = serverAddrs(conf)
+		claimGauges(gauges)
+		gauges.start()
+		// Found at start-up: every plugin of the block has been set up by then.
+		ctl := kubernetesController(conf.Handler("kubernetes"))
+		if ctl != nil {
+			log.Info("cluster view reads Services, EndpointSlices and Namespaces from the kubernetes plugin's caches")
+		} else {
+			log.Info("cluster view watches Services, EndpointSlices and Namespaces itself: no kubernetes plugin in this server block")
+		}
+		run = v.Start(ctl)
+		if g.events != nil {
+			return g.events.start()
+		}
+		return nil
+	}
+	onShut = func() error {
+		var err error
+		if g.events != nil {
+			err = g.events.stop()
+		}
+		run.Stop()
+		releaseGauges(gauges)
+		return err
+	}
+	return onStart, onShut
+}
+
+// kubernetesController is the kubernetes plugin's cache of the cluster, or nil without one.
+func kubernetesController(h plugin.Handler) clusterview.Controller {
+	if k, ok := h.(*kubernetes.Kubernetes); ok && k.APIConn != nil {
+		return k.APIConn
+	}
+	return nil
+}
