@@ -69,15 +69,15 @@ func (t *tally) add(line string) {
 		return
 	}
 	t.summary.Lines++
-	t.summary.HeldBack = addSat(t.summary.HeldBack, e.suppressed)
-	who := e.pod
+	t.summary.HeldBack = addSat(t.summary.HeldBack, e.Suppressed)
+	who := e.Pod
 	if who == "" {
-		who = e.client
+		who = e.Client
 	}
-	k := offenderKey{who, e.kind, e.typed}
+	k := offenderKey{who, e.kind, e.Typed}
 	o := t.rows[k]
 	if o == nil {
-		o = &offender{Pod: e.pod, Namespace: namespaceOf(e.pod), Typed: e.typed, Kind: e.kind,
+		o = &offender{Pod: e.Pod, Namespace: namespaceOf(e.Pod), Typed: e.Typed, Kind: e.kind,
 			Answers: []string{}, Actions: []string{}}
 		t.rows[k] = o
 	}
@@ -150,7 +150,7 @@ type offender struct {
 // add counts a line of this row. What a row says (client, records, fix) comes from its
 // latest line: by timestamp, or in the order read when lines have none.
 func (o *offender) add(e answerEntry) {
-	o.Count = addSat(o.Count, addSat(1, e.repeats))
+	o.Count = addSat(o.Count, addSat(1, e.Repeats))
 	if !e.at.IsZero() && (o.FirstSeen.IsZero() || e.at.Before(o.FirstSeen)) {
 		o.FirstSeen = e.at
 	}
@@ -158,25 +158,25 @@ func (o *offender) add(e answerEntry) {
 	if latest && !e.at.IsZero() {
 		o.LastSeen = e.at
 	}
-	answer := e.answer
+	answer := e.Answer
 	if answer == "" { // endpoint shadow lines have no answer=
 		answer = "nodata"
-		if e.records != "" {
+		if e.Records != "" {
 			answer = "records"
 		}
 	}
 	o.Answers = addSorted(o.Answers, answer)
-	o.Actions = addSorted(o.Actions, e.action)
+	o.Actions = addSorted(o.Actions, e.Action)
 	if !latest {
 		return
 	}
-	o.Client, o.Fix = e.client, e.fix
+	o.Client, o.Fix = e.Client, e.Fix
 	if e.kind == kindNamespace {
-		o.Through = e.subject
+		o.Through = e.Subject
 	}
-	o.Got, o.Meant = e.got, e.meant
-	if e.records != "" { // an AAAA question's NODATA says less than the A records
-		o.Records = e.records
+	o.Got, o.Meant = e.Got, e.Meant
+	if e.Records != "" { // an AAAA question's NODATA says less than the A records
+		o.Records = e.Records
 	}
 }
 
