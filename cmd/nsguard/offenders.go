@@ -10,7 +10,12 @@ Reads CoreDNS logs (files, or standard input when none or -), such as the output
   kubectl -n kube-system logs -l k8s-app=kube-dns --prefix --timestamps --since=24h
 and prints one row per client and typed name that nsguard logged: what answered, how
 often, when, what nsguard did and what to change, most answers first. Other lines are
-skipped and counted. Exit status 1 when there is a row.`
+skipped and counted. Exit status 1 when there is a row.
+
+Memory is bounded whatever the input: lines over 64 KiB are skipped (and counted);
+at most 10,000 rows are kept, and lines for rows first seen past them are counted
+in the summary as not ranked; a row lists at most 8 answer kinds and 8 actions, and
+counts its lines with others ("+N lines with others"). Time is linear in the input.`
 
 func runOffenders(args []string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
 	fs := newFlagSet("offenders", offendersSynopsis, stderr)
