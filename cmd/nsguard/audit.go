@@ -15,7 +15,12 @@ const auditSynopsis = `nsguard audit [-f PATH]... [--kubeconfig FILE] [--context
 
 Lists every finding: namespace-captures-service, endpoint-shadows-service,
 alias-through-namespace, alias-dangling, alias-loop, reserved-namespace. The JSON
-schema is documented in package github.com/nsguard/nsguard/audit (go doc ./audit).`
+schema is documented in package github.com/nsguard/nsguard/audit (go doc ./audit).
+
+Memory: JSON is read an object at a time, and the items of a List (kubectl get -o
+json) one by one; a YAML document is read whole. One YAML document, JSON object or
+List item larger than 32 MiB fails the load (exit status 2, naming the file and the
+document): split the file, or use kubectl get -o json.`
 
 func runAudit(args []string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
 	fs := newFlagSet("audit", auditSynopsis, stderr)
