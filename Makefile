@@ -42,8 +42,12 @@ deploy-check:
 coredns:
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/coredns ./cmd/coredns
 
+# Each target in turn, FUZZTIME each: go test fuzzes one target at a time.
 fuzz:
-	$(GO) test -run '^$$' -fuzz FuzzServeDNS -fuzztime $(FUZZTIME) .
+	$(GO) test -run '^$$' -fuzz '^FuzzServeDNS$$' -fuzztime $(FUZZTIME) .
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./logline
+	$(GO) test -run '^$$' -fuzz '^FuzzOffenders$$' -fuzztime $(FUZZTIME) ./cmd/nsguard
+	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) ./audit
 
 # Go benchmarks, 10 runs each; benchstat puts nsguard beside the next handler alone, and
 # beside the any plugin on a fresh goroutine per query, as CoreDNS serves them.

@@ -173,20 +173,22 @@ func writeOffendersTable(w io.Writer, r offendersReport) error {
 // writeOffendersGitHub prints one warning annotation per row; logs have no file to point at.
 func writeOffendersGitHub(w io.Writer, r offendersReport) error {
 	for _, o := range r.Rows {
-		title := "nsguard " + o.Typed + " from " + o.who()
-		msg := o.who()
+		// A client chose the typed name and what follows from it: no raw escapes in the log.
+		typed, who := printable(o.Typed), printable(o.who())
+		title := "nsguard " + typed + " from " + who
+		msg := who
 		if o.Namespace != "" {
-			msg += " in namespace " + o.Namespace
+			msg += " in namespace " + printable(o.Namespace)
 		}
-		msg += fmt.Sprintf(" typed %s: %d answers", o.Typed, o.Count)
+		msg += fmt.Sprintf(" typed %s: %d answers", typed, o.Count)
 		if !o.FirstSeen.IsZero() {
 			msg += " from " + seen(o.FirstSeen) + " to " + seen(o.LastSeen)
 		}
-		msg += "; answered by " + o.answered() + "; action " + values(o.Actions, o.OtherActions)
+		msg += "; answered by " + printable(o.answered()) + "; action " + printable(values(o.Actions, o.OtherActions))
 		if o.Records != "" {
-			msg += "\nrecords: " + o.Records
+			msg += "\nrecords: " + printable(o.Records)
 		}
-		msg += "\nfix: " + o.Fix
+		msg += "\nfix: " + printable(o.Fix)
 		if _, err := fmt.Fprintf(w, "::warning title=%s::%s\n", escapeProperty(title), escapeData(msg)); err != nil {
 			return err
 		}

@@ -359,8 +359,9 @@ func TestOffendersGitHub(t *testing.T) {
 			"::warning title=nsguard my-app from new-namespace-1/web::new-namespace-1/web in namespace new-namespace-1 typed my-app: 3 answers; answered by namespace my-app: nodata; action logged%0Afix: no Service my-app",
 		}},
 		{"escaped", `[WARNING] plugin/nsguard: answer through namespace "a": client=10.0.0.1 question="a. A" typed="50%,b:c\r\nd" answer=records records="x::y" action=logged fix="f\n::error::"`, []string{
-			"::warning title=nsguard 50%25%2Cb%3Ac%0D%0Ad from 10.0.0.1::10.0.0.1 typed 50%25,b:c%0D%0Ad: 1 answers;",
-			"%0Arecords: x::y%0Afix: f%0A::error::",
+			// Quoted as the table shows it, then escaped: no raw control character reaches the log.
+			`::warning title=nsguard "50%25%2Cb%3Ac\r\nd" from 10.0.0.1::10.0.0.1 typed "50%25,b:c\r\nd": 1 answers;`,
+			`%0Arecords: x::y%0Afix: "f\n::error::"`,
 		}},
 	}
 	for _, tt := range tests {
