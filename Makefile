@@ -4,7 +4,7 @@ BIN       ?= bin
 FUZZTIME  ?= 10m
 BENCHSTAT ?= $(GO) run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
 
-.PHONY: all test deps fmt-check vet cli-deps deploy-check coredns fuzz bench-go demo bench clean
+.PHONY: all test deps fmt-check vet cli-deps deploy-check coredns cli fuzz bench-go demo bench clean
 
 all: coredns
 
@@ -42,8 +42,19 @@ deploy-check:
 coredns:
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/coredns ./cmd/coredns
 
+# The operator CLI, and the same binary as the kubectl plugin: for 'kubectl nsguard', kubectl
+# runs kubectl-nsguard from the PATH, and the binary names itself by how it was called.
+cli:
+	@mkdir -p $(BIN)
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/nsguard ./cmd/nsguard
+	cp $(BIN)/nsguard $(BIN)/kubectl-nsguard
+
+# Each target in turn, FUZZTIME each: go test fuzzes one target at a time.
 fuzz:
-	$(GO) test -run '^$$' -fuzz FuzzServeDNS -fuzztime $(FUZZTIME) .
+	$(GO) test -run '^$$' -fuzz '^FuzzServeDNS$$' -fuzztime $(FUZZTIME) .
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./logline
+	$(GO) test -run '^$$' -fuzz '^FuzzOffenders$$' -fuzztime $(FUZZTIME) ./cmd/nsguard
+	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) ./audit
 
 # Go benchmarks, 10 runs each; benchstat puts nsguard beside the next handler alone, and
 # beside the any plugin on a fresh goroutine per query, as CoreDNS serves them.

@@ -8,6 +8,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/nsguard/nsguard/clusterdns"
+	"github.com/nsguard/nsguard/logline"
 )
 
 // maxLoggedRecords bounds a log line: kube-dns can answer one CNAME per ExternalName Service.
@@ -15,12 +16,6 @@ const maxLoggedRecords = 5
 
 // maxAdvised bounds how many namespaces a line names as holding the Service meant.
 const maxAdvised = 3
-
-// The kinds of line nsguard logs.
-const (
-	apexLine   = "answer through namespace"
-	shadowLine = "endpoint shadows a Service"
-)
 
 // report logs one line about a decision, within the log limits.
 func (g *NSGuard) report(server string, r, res *dns.Msg, d decision) {
@@ -31,45 +26,25 @@ func (g *NSGuard) report(server string, r, res *dns.Msg, d decision) {
 		suppressedCounters.get(serverLabels{server, reason}).Inc()
 		return
 	}
-	var l line
-	client := "unknown"
+	e := logline.Entry{Client: "unknown", Pod: d.pod, Question: q.Name + " " + dns.Type(q.Qtype).String(),
+		Records: records(res.Answer), Action: d.action, Repeats: held.repeats, Suppressed: held.suppressed}
 	if d.client.IsValid() {
-		client = d.client.String()
+		e.Client = d.client.String()
 	}
-	l.add("client", client)
-	if d.pod != "" {
-		l.add("pod", d.pod)
-	}
-	l.quote("question", q.Name+" "+dns.Type(q.Qtype).String())
 	if d.kind == apexKind {
 		fix := g.apexFix(d)
-		l.subject = apexLine + " " + strconv.Quote(fix.Name)
-		l.quote("typed", fix.Name)
-		l.add("answer", d.answer)
-		l.quote("records", records(res.Answer))
-		l.add("action", d.action)
-		hint := fix.String() + "; " + fix.AllowHint()
+		e.Kind, e.Subject, e.Typed, e.Answer = logline.Apex, fix.Name, fix.Name, d.answer
+		e.Fix = fix.String() + "; " + fix.AllowHint()
 		if g.mode == ModeLog {
-			hint += "; 'mode refuse' sends the client on to its next search domain"
+			e.Fix += "; 'mode refuse' sends the client on to its next search domain"
 		}
-		l.quote("fix", hint)
 	} else {
 		fix := shadowFix(d.name)
-		l.subject = shadowLine + " " + strconv.Quote(fix.Typed())
-		l.quote("typed", fix.Typed())
-		l.quote("got", fix.Got())
-		l.quote("meant", fix.Meant())
-		l.quote("records", records(res.Answer))
-		l.add("action", d.action)
-		l.quote("fix", fix.String())
+		e.Kind, e.Subject, e.Typed = logline.Shadow, fix.Typed(), fix.Typed()
+		e.Got, e.Meant, e.Fix = fix.Got(), fix.Meant(), fix.String()
 	}
-	if held.repeats > 0 {
-		l.add("repeats", strconv.FormatUint(held.repeats, 10))
-	}
-	if held.suppressed > 0 {
-		l.add("suppressed", strconv.FormatUint(held.suppressed, 10))
-	}
-	log.Warning(l.String())
+	var line [1024]byte
+	log.Warning(string(e.Append(line[:0])))
 }
 
 // apexFix is what to change for a name that reached a namespace apex. With a view it names
@@ -102,23 +77,6 @@ func typedName(d decision) string {
 	}
 	return strings.ToLower(d.name.Namespace)
 }
-
-// line builds one key=value log line; values a client chose are quoted.
-type line struct {
-	subject string
-	b       strings.Builder
-}
-
-func (l *line) add(k, v string) {
-	l.b.WriteByte(' ')
-	l.b.WriteString(k)
-	l.b.WriteByte('=')
-	l.b.WriteString(v)
-}
-
-func (l *line) quote(k, v string) { l.add(k, strconv.Quote(v)) }
-
-func (l *line) String() string { return l.subject + ":" + l.b.String() }
 
 // records renders at most maxLoggedRecords records on one line.
 func records(rrs []dns.RR) string {

@@ -2,6 +2,7 @@ package audit
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -29,6 +30,8 @@ import (
 // *.json) or "-" for stdin. Each file may hold several YAML documents or JSON objects,
 // List kinds and the output of kubectl get -o yaml|json. Kinds nsguard does not need are
 // skipped; a document that cannot be decoded fails the load, naming file and document.
+// JSON is streamed: only one object, or one item of a List, is held at a time. A YAML
+// document, JSON object or List item larger than 32 MiB fails the load.
 func LoadFiles(paths []string, stdin io.Reader) (*clusterdns.Cluster, error) {
 	c := loader{clusterdns.NewCluster()}
 	for _, p := range paths {
@@ -79,25 +82,232 @@ func (c loader) loadFile(path string) error {
 	return c.loadStream(f, path)
 }
 
+// maxDocument bounds what is held whole: one YAML document, or one JSON object or item of a
+// JSON List, which is read an item at a time. Decoding takes several times its size.
+const maxDocument = 32 << 20
+
 func (c loader) loadStream(r io.Reader, name string) error {
-	d := utilyaml.NewYAMLOrJSONDecoder(bufio.NewReader(r), 4096)
+	br := bufio.NewReaderSize(r, 64<<10)
+	if isJSON(br) {
+		return c.loadJSON(br, name)
+	}
+	return c.loadYAML(br, name)
+}
+
+// isJSON says whether the stream starts with a JSON object, as the API's decoders sniff it.
+func isJSON(br *bufio.Reader) bool {
 	for n := 1; ; n++ {
-		var raw json.RawMessage
-		err := d.Decode(&raw)
-		if errors.Is(err, io.EOF) {
-			return nil
+		b, err := br.Peek(n)
+		if err != nil || n > br.Size() {
+			return false
 		}
+		switch b[n-1] {
+		case ' ', '\t', '\r', '\n':
+			continue
+		case '{':
+			return true
+		}
+		return false
+	}
+}
+
+// tooLarge is the error for a document past maxDocument.
+func tooLarge(where string) error {
+	return fmt.Errorf("%s: larger than %d MiB, which nsguard does not read whole; "+
+		"split the file, or for a List use kubectl get -o json, which nsguard reads an item at a time", where, maxDocument>>20)
+}
+
+// loadYAML reads YAML documents one at a time.
+func (c loader) loadYAML(br *bufio.Reader, name string) error {
+	var doc bytes.Buffer
+	n := 1
+	flush := func() error {
 		where := fmt.Sprintf("%s: document %d", name, n)
+		n++
+		raw, err := utilyaml.ToJSON(doc.Bytes())
+		doc.Reset()
 		if err != nil {
 			return fmt.Errorf("%s: %w", where, err)
 		}
 		if len(raw) == 0 || string(raw) == "null" {
-			continue // an empty document, e.g. only comments
+			return nil // an empty document, e.g. only comments
 		}
 		if err := c.addRaw(raw, where, "", ""); err != nil {
 			return fmt.Errorf("%s: %w", where, err)
 		}
+		return nil
 	}
+	for {
+		line, err := br.ReadSlice('\n')
+		if err != nil && !errors.Is(err, bufio.ErrBufferFull) && !errors.Is(err, io.EOF) {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		if isSeparator(line) && doc.Len() > 0 {
+			if err := flush(); err != nil {
+				return err
+			}
+		} else if !isSeparator(line) {
+			if doc.Len()+len(line) > maxDocument {
+				return tooLarge(fmt.Sprintf("%s: document %d", name, n))
+			}
+			doc.Write(line)
+		}
+		if errors.Is(err, io.EOF) {
+			if doc.Len() == 0 {
+				return nil
+			}
+			return flush()
+		}
+	}
+}
+
+// isSeparator is the YAML document separator as package yaml reads it: "---" and blanks.
+func isSeparator(line []byte) bool {
+	rest, ok := bytes.CutPrefix(line, []byte("---"))
+	return ok && len(bytes.TrimSpace(rest)) == 0
+}
+
+// boundedReader fails once more than limit bytes were read since mark: a JSON value held
+// whole is bounded without knowing its size first.
+type boundedReader struct {
+	r          io.Reader
+	read, mark int64
+	limit      int64
+	where      string
+}
+
+var errTooLarge = errors.New("too large")
+
+func (b *boundedReader) Read(p []byte) (int, error) {
+	if b.read-b.mark > b.limit {
+		return 0, errTooLarge
+	}
+	// Small reads keep what the decoder holds ahead of mark small.
+	n, err := b.r.Read(p[:min(len(p), 64<<10)])
+	b.read += int64(n)
+	if b.read-b.mark > b.limit {
+		return n, errTooLarge
+	}
+	return n, err
+}
+
+// loadJSON reads JSON objects, the items of a List one at a time: of a kubectl get -o json
+// only one item is held at once.
+func (c loader) loadJSON(br *bufio.Reader, name string) error {
+	in := &boundedReader{r: br, limit: maxDocument}
+	d := json.NewDecoder(in)
+	for n := 1; ; n++ {
+		where := fmt.Sprintf("%s: document %d", name, n)
+		in.mark = d.InputOffset()
+		tok, err := d.Token()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err == nil && tok != json.Delim('{') {
+			err = errors.New("not a Kubernetes object: not a JSON object")
+		}
+		if err == nil {
+			err = c.streamObject(d, in, where)
+		}
+		switch {
+		case errors.Is(err, errTooLarge):
+			return tooLarge(where)
+		case err != nil:
+			return fmt.Errorf("%s: %w", where, err)
+		}
+	}
+}
+
+// streamObject reads the rest of an object whose '{' was read. Its fields are held, but for
+// items, which are added one by one as they come: a List's items may come before its kind
+// (kubectl writes apiVersion, items, kind).
+func (c loader) streamObject(d *json.Decoder, in *boundedReader, where string) error {
+	fields := map[string]json.RawMessage{}
+	var h header
+	items, held := 0, 0
+	for d.More() {
+		tok, err := d.Token()
+		if err != nil {
+			return err
+		}
+		key, _ := tok.(string)
+		if key != "items" {
+			in.mark = d.InputOffset()
+			var v json.RawMessage
+			if err := d.Decode(&v); err != nil {
+				return err
+			}
+			if held += len(v); held > maxDocument {
+				return errTooLarge
+			}
+			fields[key] = v
+			switch key {
+			case "kind":
+				json.Unmarshal(v, &h.Kind)
+			case "apiVersion":
+				json.Unmarshal(v, &h.APIVersion)
+			}
+			continue
+		}
+		if tok, err := d.Token(); err != nil {
+			return err
+		} else if tok != json.Delim('[') {
+			if tok == nil { // "items": null
+				continue
+			}
+			return errors.New("not a Kubernetes object: items is not a list")
+		}
+		for d.More() {
+			items++
+			in.mark = d.InputOffset()
+			var item json.RawMessage
+			if err := d.Decode(&item); err != nil {
+				return fmt.Errorf("item %d: %w", items, err)
+			}
+			if len(item) > maxDocument { // the reader stops what is past it, this what ends at it
+				return errTooLarge
+			}
+			if err := c.addItem(item, where, h); err != nil {
+				return fmt.Errorf("item %d: %w", items, err)
+			}
+		}
+		if _, err := d.Token(); err != nil { // ']'
+			return err
+		}
+	}
+	if _, err := d.Token(); err != nil { // '}'
+		return err
+	}
+	if items > 0 || fields["items"] == nil && strings.HasSuffix(h.Kind, "List") {
+		if !strings.HasSuffix(h.Kind, "List") {
+			return fmt.Errorf("items in a %q, which is not a List", h.Kind)
+		}
+		if h.APIVersion == "" {
+			return fmt.Errorf("%s without apiVersion", h.Kind)
+		}
+		return nil
+	}
+	raw, err := json.Marshal(fields)
+	if err != nil {
+		return err
+	}
+	return c.addRaw(raw, where, "", "")
+}
+
+// addItem adds an item of a List streamed: with its own kind, or the kind of a typed list
+// read before its items.
+func (c loader) addItem(item json.RawMessage, where string, list header) error {
+	var h header
+	if err := json.Unmarshal(item, &h); err != nil {
+		return fmt.Errorf("not a Kubernetes object: %w", err)
+	}
+	if h.Kind != "" {
+		return c.addRaw(item, where, "", "")
+	}
+	if !strings.HasSuffix(list.Kind, "List") || list.Kind == "List" {
+		return errors.New("no kind, and no typed List kind before the items to take it from")
+	}
+	return c.addRaw(item, where, list.APIVersion, strings.TrimSuffix(list.Kind, "List"))
 }
 
 type header struct {

@@ -98,3 +98,51 @@ func writeScale(t testing.TB) string {
 	}
 	return path
 }
+
+func TestLoadStreams(t *testing.T) {
+	svc := func(name string) string {
+		return `{"apiVersion":"v1","kind":"Service","metadata":{"name":"` + name + `","namespace":"a"},"spec":{"clusterIP":"10.96.0.1"}}`
+	}
+	big := strings.Repeat("x", maxDocument)
+	tests := []struct {
+		name     string
+		in       string
+		services []string // in namespace a
+		err      string   // substring; "" for none
+	}{
+		{"kubectl get -o json: items before kind", `{"apiVersion":"v1","items":[` + svc("s1") + "," + svc("s2") + `],"kind":"List","metadata":{}}`, []string{"s1", "s2"}, ""},
+		{"typed list, items without kind", `{"kind":"ServiceList","apiVersion":"v1","metadata":{},"items":[{"metadata":{"name":"s1","namespace":"a"}}]}`, []string{"s1"}, ""},
+		{"objects one after another", svc("s1") + "\n" + svc("s2"), []string{"s1", "s2"}, ""},
+		{"nested list", `{"apiVersion":"v1","kind":"List","items":[{"apiVersion":"v1","kind":"List","items":[` + svc("s1") + `]}]}`, []string{"s1"}, ""},
+		{"empty list", `{"apiVersion":"v1","kind":"List","items":[]}`, nil, ""},
+		{"YAML documents", "apiVersion: v1\nkind: Service\nmetadata: {name: s1, namespace: a}\n---\n# only a comment\n---\n" + svc("s2"), []string{"s1", "s2"}, ""},
+		{"item without kind before the list's kind", `{"apiVersion":"v1","items":[{"metadata":{"name":"s1"}}],"kind":"ServiceList"}`, nil, "document 1: item 1: no kind"},
+		{"items in a kind that is no List", `{"apiVersion":"v1","items":[` + svc("s1") + `],"kind":"Service"}`, nil, `items in a "Service"`},
+		{"not an object", `["x"]`, nil, "document 1: not a Kubernetes object"},
+		{"broken item", `{"apiVersion":"v1","kind":"List","items":[` + svc("s1") + `,{"kind":]}`, nil, "document 1: item 2: "},
+		{"a YAML document too large", "apiVersion: v1\nkind: ConfigMap\ndata:\n  x: " + big + "\n", nil, "<stdin>: document 1: larger than 32 MiB"},
+		{"a JSON item too large", `{"apiVersion":"v1","kind":"List","items":[` + svc("s1") + `,{"kind":"ConfigMap","data":{"x":"` + big + `"}}]}`, nil, "<stdin>: document 1: larger than 32 MiB"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := LoadFiles([]string{"-"}, strings.NewReader(tt.in))
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("error %v, want %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, name := range tt.services {
+				if c.Service("a", name) == nil {
+					t.Errorf("Service a/%s not loaded", name)
+				}
+			}
+			if _, n := c.Len(); n != len(tt.services) {
+				t.Errorf("%d Services, want %d", n, len(tt.services))
+			}
+		})
+	}
+}

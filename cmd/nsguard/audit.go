@@ -4,56 +4,79 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
+
+	"github.com/spf13/cobra"
 
 	"github.com/nsguard/nsguard/audit"
 	"github.com/nsguard/nsguard/clusterdns"
 )
 
-const auditSynopsis = `nsguard audit [-f PATH]... [--kubeconfig FILE] [--context NAME] [--zone ZONE]
-                     [--output table|json|github] [--fail-on error|warning|info|none]
+const auditSynopsis = `nsguard audit [-f PATH]... [--kubeconfig FILE] [--context NAME] [-n NAMESPACE] [--zone ZONE]
+                     [-o table|json|github] [--fail-on error|warning|info|none]
 
 Lists every finding: namespace-captures-service, endpoint-shadows-service,
-alias-through-namespace, alias-dangling, alias-loop, reserved-namespace. The JSON
-schema is documented in package github.com/nsguard/nsguard/audit (go doc ./audit).`
+alias-through-namespace, alias-dangling, alias-loop, reserved-namespace. With -n,
+only the findings whose clients include pods in NAMESPACE. The JSON
+schema is documented in package github.com/nsguard/nsguard/audit (go doc ./audit).
 
-func runAudit(args []string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
-	fs := newFlagSet("audit", auditSynopsis, stderr)
-	var src source
+Memory: JSON is read an object at a time, and the items of a List (kubectl get -o
+json) one by one; a YAML document is read whole. One YAML document, JSON object or
+List item larger than 32 MiB fails the load (exit status 2, naming the file and the
+document): split the file, or use kubectl get -o json.`
+
+func auditCommand(code *int) *cobra.Command {
+	var (
+		src       source
+		output    string
+		failOn    string
+		namespace string
+	)
+	c := newCommand("audit", auditSynopsis, code, func(c *cobra.Command, pos []string) (int, error) {
+		return runAudit(&src, output, failOn, namespace, pos, c.InOrStdin(), c.OutOrStdout())
+	})
+	fs := c.Flags()
 	src.register(fs)
-	output := fs.String("output", "table", "output format: table, json or github (workflow annotations)")
-	fs.StringVar(output, "o", "table", "shorthand for --output")
-	failOn := fs.String("fail-on", "warning", "exit 1 on a finding of this severity or above: error, warning, info or none")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return 2, err
-	}
+	fs.StringVarP(&output, "output", "o", "table", "output format: table, json or github (workflow annotations)")
+	fs.StringVar(&failOn, "fail-on", "warning", "exit 1 on a finding of this severity or above: error, warning, info or none")
+	fs.StringVarP(&namespace, "namespace", "n", "", "only findings whose clients include pods in this namespace")
+	return c
+}
+
+func runAudit(src *source, output, failOn, namespace string, pos []string, stdin io.Reader, stdout io.Writer) (int, error) {
 	if len(pos) > 0 {
 		return 2, usagef("audit takes no arguments, got %q (manifests go after -f)", pos[0])
 	}
 	if err := src.check(); err != nil {
 		return 2, err
 	}
+	if namespace != "" && !clusterdns.IsDNSLabel(namespace) {
+		return 2, usagef("--namespace %q: not a namespace name", namespace)
+	}
 	threshold := 0
-	switch *failOn {
+	switch failOn {
 	case "none":
 		threshold = 99
 	case "error", "warning", "info":
-		threshold = audit.Severity(*failOn).Rank()
+		threshold = audit.Severity(failOn).Rank()
 	default:
-		return 2, usagef("--fail-on %q: want error, warning, info or none", *failOn)
+		return 2, usagef("--fail-on %q: want error, warning, info or none", failOn)
 	}
 	write, ok := map[string]func(io.Writer, []audit.Finding, string) error{
 		"table": writeTable, "json": writeJSON, "github": writeGitHub,
-	}[*output]
+	}[output]
 	if !ok {
-		return 2, usagef("--output %q: want table, json or github", *output)
+		return 2, usagef("--output %q: want table, json or github", output)
 	}
 	c, err := src.load(stdin)
 	if err != nil {
 		return 2, err
 	}
 	findings := audit.Audit(c, src.zone)
+	if namespace != "" {
+		findings = slices.DeleteFunc(findings, func(f audit.Finding) bool { return !affects(f.Clients, namespace) })
+	}
 	if err := write(stdout, findings, strings.TrimSuffix(src.zone, ".")); err != nil {
 		return 2, err
 	}
@@ -63,6 +86,17 @@ func runAudit(args []string, stdin io.Reader, stdout, stderr io.Writer) (int, er
 		}
 	}
 	return 0, nil
+}
+
+// affects says whether pods in namespace ns are among a finding's clients.
+func affects(c audit.Clients, ns string) bool {
+	switch c.Scope {
+	case "all":
+		return true
+	case "all-except":
+		return !slices.Contains(c.Namespaces, ns)
+	}
+	return slices.Contains(c.Namespaces, ns)
 }
 
 func summary(findings []audit.Finding) map[string]int {

@@ -1,47 +1,61 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/spf13/cobra"
+
 	"github.com/nsguard/nsguard/audit"
 	"github.com/nsguard/nsguard/clusterdns"
 )
 
-const explainSynopsis = `nsguard explain NAME --from NAMESPACE [-f PATH]... [--kubeconfig FILE] [--context NAME]
-                       [--ndots N] [--search "DOMAIN ..."] [--zone ZONE] [--output table|json]
+const explainSynopsis = `nsguard explain NAME -n NAMESPACE [-f PATH]... [--kubeconfig FILE] [--context NAME]
+                       [--ndots N] [--search "DOMAIN ..."] [--zone ZONE] [-o table|json]
 
 Prints each search candidate a pod in NAMESPACE sends for NAME and what CoreDNS and
 kube-dns answer to it (A question), marks the candidate that wins and says whether
 that is what NAME most likely meant. Exit status 1 when it is not.`
 
-func runExplain(args []string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
-	fs := newFlagSet("explain", explainSynopsis, stderr)
-	var src source
+func explainCommand(code *int) *cobra.Command {
+	var (
+		src                     source
+		from, namespace, output string
+		search                  string
+		ndots                   int
+	)
+	c := newCommand("explain NAME", explainSynopsis, code, func(c *cobra.Command, pos []string) (int, error) {
+		if from != "" && namespace != "" && from != namespace {
+			return 2, usagef("-n %q and --from %q: give one", namespace, from)
+		}
+		return runExplain(&src, cmp.Or(namespace, from), output, search, ndots, pos, c.InOrStdin(), c.OutOrStdout())
+	})
+	fs := c.Flags()
 	src.register(fs)
-	from := fs.String("from", "", "namespace of the pod that looks the name up (required)")
-	ndots := fs.Int("ndots", 5, "the resolver's ndots option")
-	search := fs.String("search", "", `search domains, space separated (default "<from>.svc.<zone> svc.<zone> <zone>")`)
-	output := fs.String("output", "table", "output format: table or json")
-	fs.StringVar(output, "o", "table", "shorthand for --output")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return 2, err
-	}
+	fs.StringVarP(&namespace, "namespace", "n", "", "namespace of the pod that looks the name up (required)")
+	fs.StringVar(&from, "from", "", "the same as --namespace")
+	fs.IntVar(&ndots, "ndots", 5, "the resolver's ndots option")
+	fs.StringVar(&search, "search", "", `search domains, space separated (default "<namespace>.svc.<zone> svc.<zone> <zone>")`)
+	fs.StringVarP(&output, "output", "o", "table", "output format: table or json")
+	return c
+}
+
+func runExplain(src *source, from, output, search string, ndots int, pos []string, stdin io.Reader, stdout io.Writer) (int, error) {
 	switch {
 	case len(pos) != 1:
 		return 2, usagef("explain takes one NAME, got %d arguments", len(pos))
-	case *from == "":
-		return 2, usagef("--from NAMESPACE is required")
-	case !clusterdns.IsDNSLabel(*from):
-		return 2, usagef("--from %q: not a namespace name", *from)
-	case *ndots < 0 || *ndots > 15:
-		return 2, usagef("--ndots %d: want 0 to 15", *ndots)
-	case *output != "table" && *output != "json":
-		return 2, usagef("--output %q: want table or json", *output)
+	case from == "":
+		return 2, usagef("-n NAMESPACE (or --from) is required")
+	case !clusterdns.IsDNSLabel(from):
+		return 2, usagef("--namespace %q: not a namespace name", from)
+	case ndots < 0 || ndots > 15:
+		return 2, usagef("--ndots %d: want 0 to 15", ndots)
+	case output != "table" && output != "json":
+		return 2, usagef("--output %q: want table or json", output)
 	}
 	name := pos[0]
 	if err := checkName(name); err != nil {
@@ -50,19 +64,19 @@ func runExplain(args []string, stdin io.Reader, stdout, stderr io.Writer) (int, 
 	if err := src.check(); err != nil {
 		return 2, err
 	}
-	opts := audit.ExplainOptions{Zone: src.zone, Ndots: *ndots}
-	if *ndots == 0 {
+	opts := audit.ExplainOptions{Zone: src.zone, Ndots: ndots}
+	if ndots == 0 {
 		opts.Ndots = -1 // the package reads 0 as "default"
 	}
-	if *search != "" {
-		opts.Search = strings.Fields(*search)
+	if search != "" {
+		opts.Search = strings.Fields(search)
 	}
 	c, err := src.load(stdin)
 	if err != nil {
 		return 2, err
 	}
-	e := audit.Explain(c, name, *from, opts)
-	if *output == "json" {
+	e := audit.Explain(c, name, from, opts)
+	if output == "json" {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		err = enc.Encode(e)

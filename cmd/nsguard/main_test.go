@@ -37,13 +37,21 @@ func TestExitStatus(t *testing.T) {
 		{"files and kubeconfig", []string{"audit", "-f", "x", "--kubeconfig", "y"}, 2, "cannot be combined"},
 		{"unknown command", []string{"check"}, 2, `unknown command "check"`},
 		{"no command", nil, 2, "Usage"},
-		{"explain without from", []string{"explain", "my-app", "-f", fixtures + "incident.yaml"}, 2, "--from NAMESPACE is required"},
+		{"explain without from", []string{"explain", "my-app", "-f", fixtures + "incident.yaml"}, 2, "-n NAMESPACE (or --from) is required"},
+		{"explain -n and --from differ", []string{"explain", "my-app", "-n", "a", "--from", "b"}, 2, `-n "a" and --from "b"`},
 		{"explain bad ndots", []string{"explain", "my-app", "--from", "a", "--ndots", "-1"}, 2, "--ndots -1"},
 		{"explain bad name", []string{"explain", "my_app!", "--from", "a"}, 2, `label "my_app!"`},
 		{"explain trap", []string{"explain", "my-app", "--from", "new-namespace-1", "-f", fixtures + "incident.yaml"}, 1, ""},
 		{"explain fine", []string{"explain", "--from", "new-namespace-2", "my-app", "-f", fixtures + "incident.yaml"}, 0, ""},
 		{"missing file", []string{"audit", "-f", fixtures + "nope.yaml"}, 2, "nope.yaml"},
-		{"help", []string{"audit", "-h"}, 0, "--fail-on"},
+		{"help", []string{"audit", "-h"}, 0, ""},
+		// The Go flag spellings nsguard took before: a clear error, not -o utput.
+		{"old -output", []string{"audit", "-output", "json"}, 2, "-output: flags take two dashes now, as in kubectl: use --output"},
+		{"old -from=", []string{"explain", "my-app", "-from=a"}, 2, "use --from=a"},
+		{"old -kubeconfig", []string{"audit", "-kubeconfig", "x"}, 2, "use --kubeconfig"},
+		{"old -fail-on", []string{"audit", "-fail-on", "none"}, 2, "use --fail-on"},
+		{"unknown shorthand", []string{"audit", "-x"}, 2, "unknown shorthand flag: 'x'"},
+		{"bad audit namespace", []string{"audit", "-n", "Not_A_Namespace", "-f", fixtures + "incident.yaml"}, 2, `--namespace "Not_A_Namespace"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -161,5 +169,37 @@ func TestExplainOutput(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(out), &e); err != nil || len(e.Candidates) != 2 || e.Candidates[0].Name != "my-app." {
 		t.Errorf("ndots 0: %v %s", err, out)
+	}
+}
+
+// TestKubectlFlags: the spellings kubectl users type, each giving what the old one gave.
+func TestKubectlFlags(t *testing.T) {
+	tests := []struct {
+		name      string
+		args      []string
+		want      int
+		stdout    string // substring
+		notStdout string
+	}{
+		{"--filename", []string{"audit", "--filename", fixtures + "incident.yaml"}, 1, "namespace-captures-service", ""},
+		{"-f=", []string{"audit", "-f=" + fixtures + "incident.yaml"}, 1, "namespace-captures-service", ""},
+		{"--output=json", []string{"audit", "--output=json", "-f", fixtures + "incident.yaml"}, 1, `"version": 2`, ""},
+		{"-ojson", []string{"audit", "-ojson", "-f", fixtures + "incident.yaml"}, 1, `"version": 2`, ""},
+		{"-n a client namespace", []string{"audit", "-n", "new-namespace-1", "-f", fixtures + "incident.yaml"}, 1, "namespace-captures-service", ""},
+		{"-n the only namespace spared", []string{"audit", "-n", "new-namespace-2", "-f", fixtures + "incident.yaml"}, 0, "no findings", ""},
+		{"explain -n", []string{"explain", "my-app", "-n", "new-namespace-1", "-f", fixtures + "incident.yaml"}, 1, "my-app from namespace new-namespace-1", ""},
+		{"explain --namespace=", []string{"explain", "--namespace=new-namespace-2", "my-app", "-f", fixtures + "incident.yaml"}, 0, "from namespace new-namespace-2", ""},
+		{"offenders -n", []string{"offenders", "-n", "new-namespace-1", kubectlLog}, 1, "2 rows, ", "10.0.0.12"},
+		{"offenders -n none", []string{"offenders", "-n", "elsewhere", kubectlLog}, 0, "no answers through", ""},
+		{"help on stdout", []string{"offenders", "--help"}, 0, "-o, --output", ""},
+		{"root help", []string{"--help"}, 0, "kubectl nsguard", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errs := runCLI("", tt.args...)
+			if code != tt.want || !strings.Contains(out, tt.stdout) || tt.notStdout != "" && strings.Contains(out, tt.notStdout) {
+				t.Errorf("exit %d, want %d; stdout lacks %q or holds %q; stderr %s\n%s", code, tt.want, tt.stdout, tt.notStdout, errs, out)
+			}
+		})
 	}
 }

@@ -28,11 +28,13 @@ import (
 //	    "through": "my-app",            // kind namespace only: the namespace that answered
 //	    "got": "...", "meant": "...",   // kind endpoint shadow only: what answered, what was meant
 //	    "answers": ["nodata"],          // answer kinds seen: nodata, records
+//	    "otherAnswers": 3,              // lines whose answer kind is past the 8 listed (omitted when 0)
 //	    "records": "",                  // the latest records logged that were not empty
 //	    "count": 4,                     // answers: each line is 1 + its repeats=
 //	    "firstSeen": "2026-12-02T21:34:35.123456789Z",
 //	    "lastSeen": "2026-12-02T21:40:02Z", // RFC 3339; both absent without timestamps
 //	    "actions": ["logged"],          // actions seen: logged, refused
+//	    "otherActions": 3,              // lines whose action is past the 8 listed (omitted when 0)
 //	    "fix": "..."                    // the latest fix
 //	  }],
 //	  "summary": {
@@ -40,7 +42,9 @@ import (
 //	    "lines": 2,                     // nsguard answer lines read
 //	    "heldBack": 7,                  // the sum of suppressed=: not attributed to a row
 //	    "skipped": 10,                  // other lines, broken ones included
-//	    "broken": 1                     // lines that start like an answer line but do not parse
+//	    "broken": 1,                    // lines that start like an answer line but do not parse
+//	    "unrankedLines": 5,             // lines for rows past the first 10,000: counted, not
+//	    "unrankedAnswers": 9            // ranked, and in no row (both omitted when 0)
 //	  }
 //	}
 //
@@ -56,17 +60,21 @@ type offendersReport struct {
 }
 
 type offendersSummary struct {
-	Rows     int    `json:"rows"`
-	Answers  uint64 `json:"answers"`
-	Lines    int    `json:"lines"`
-	HeldBack uint64 `json:"heldBack"`
-	Skipped  int    `json:"skipped"`
-	Broken   int    `json:"broken"`
+	Rows            int    `json:"rows"`
+	Answers         uint64 `json:"answers"`
+	Lines           int    `json:"lines"`
+	HeldBack        uint64 `json:"heldBack"`
+	Skipped         int    `json:"skipped"`
+	Broken          int    `json:"broken"`
+	UnrankedLines   int    `json:"unrankedLines,omitempty"`
+	UnrankedAnswers uint64 `json:"unrankedAnswers,omitempty"`
 }
 
 func (t *tally) report() offendersReport {
 	r := offendersReport{Version: 1, Rows: []*offender{}, Summary: t.summary}
 	for _, o := range t.rows {
+		slices.Sort(o.Answers)
+		slices.Sort(o.Actions)
 		r.Rows = append(r.Rows, o)
 		r.Summary.Answers = addSat(r.Summary.Answers, o.Count)
 	}
@@ -92,7 +100,16 @@ func (o *offender) answered() string {
 	if o.Kind == kindNamespace {
 		kind += " " + o.Through
 	}
-	return kind + ": " + strings.Join(o.Answers, ", ")
+	return kind + ": " + values(o.Answers, o.OtherAnswers)
+}
+
+// values lists the kinds a row saw, and counts the lines with kinds past the bound.
+func values(set []string, other uint64) string {
+	s := strings.Join(set, ", ")
+	if other > 0 {
+		s += fmt.Sprintf(" (+%d lines with others)", other)
+	}
+	return s
 }
 
 func writeOffendersJSON(w io.Writer, r offendersReport) error {
@@ -109,7 +126,7 @@ func writeOffendersTable(w io.Writer, r offendersReport) error {
 		cells := [][]string{{"POD", "NAMESPACE", "TYPED", "ANSWERED", "COUNT", "FIRST SEEN", "LAST SEEN", "ACTION"}}
 		for _, o := range r.Rows {
 			cells = append(cells, []string{o.who(), orDash(o.Namespace), o.Typed, o.answered(),
-				strconv.FormatUint(o.Count, 10), seen(o.FirstSeen), seen(o.LastSeen), strings.Join(o.Actions, ", ")})
+				strconv.FormatUint(o.Count, 10), seen(o.FirstSeen), seen(o.LastSeen), values(o.Actions, o.OtherActions)})
 		}
 		widths := make([]int, len(cells[0]))
 		for _, row := range cells {
@@ -146,6 +163,9 @@ func writeOffendersTable(w io.Writer, r offendersReport) error {
 	s := r.Summary
 	fmt.Fprintf(&b, "\n%d rows, %d answers from %d lines; %d held back (suppressed=), not attributed to a row; %d lines skipped, %d of them broken\n",
 		s.Rows, s.Answers, s.Lines, s.HeldBack, s.Skipped, s.Broken)
+	if s.UnrankedLines > 0 {
+		fmt.Fprintf(&b, "%d more lines (%d answers) for rows past the first %d, not ranked\n", s.UnrankedLines, s.UnrankedAnswers, maxRows)
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -153,20 +173,22 @@ func writeOffendersTable(w io.Writer, r offendersReport) error {
 // writeOffendersGitHub prints one warning annotation per row; logs have no file to point at.
 func writeOffendersGitHub(w io.Writer, r offendersReport) error {
 	for _, o := range r.Rows {
-		title := "nsguard " + o.Typed + " from " + o.who()
-		msg := o.who()
+		// A client chose the typed name and what follows from it: no raw escapes in the log.
+		typed, who := printable(o.Typed), printable(o.who())
+		title := "nsguard " + typed + " from " + who
+		msg := who
 		if o.Namespace != "" {
-			msg += " in namespace " + o.Namespace
+			msg += " in namespace " + printable(o.Namespace)
 		}
-		msg += fmt.Sprintf(" typed %s: %d answers", o.Typed, o.Count)
+		msg += fmt.Sprintf(" typed %s: %d answers", typed, o.Count)
 		if !o.FirstSeen.IsZero() {
 			msg += " from " + seen(o.FirstSeen) + " to " + seen(o.LastSeen)
 		}
-		msg += "; answered by " + o.answered() + "; action " + strings.Join(o.Actions, ", ")
+		msg += "; answered by " + printable(o.answered()) + "; action " + printable(values(o.Actions, o.OtherActions))
 		if o.Records != "" {
-			msg += "\nrecords: " + o.Records
+			msg += "\nrecords: " + printable(o.Records)
 		}
-		msg += "\nfix: " + o.Fix
+		msg += "\nfix: " + printable(o.Fix)
 		if _, err := fmt.Fprintf(w, "::warning title=%s::%s\n", escapeProperty(title), escapeData(msg)); err != nil {
 			return err
 		}

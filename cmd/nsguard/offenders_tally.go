@@ -13,9 +13,23 @@ import (
 
 // The aggregation: one row per client and typed name.
 
-// maxLogLine bounds a line read whole, newline included; longer lines cannot be nsguard's
-// and are skipped.
-const maxLogLine = 1 << 20
+// The bounds that keep offenders' memory independent of its input; help and the report say
+// what is past them.
+const (
+	// maxLogLine bounds a line read whole, newline included; longer lines cannot be
+	// nsguard's (its longest, five long records and a fix naming three namespaces, are
+	// under 48 KiB) and are skipped.
+	maxLogLine = 64 << 10
+	// maxRows bounds the rows; lines for a row first seen past it are counted in the
+	// summary, not ranked. A row holds its latest line, so this is also the memory bound:
+	// at most maxRows lines.
+	maxRows = 10_000
+	// maxValues bounds the answer and action kinds a row lists, and maxValueLen their
+	// length: nsguard writes two answers and three actions, all short. Lines with others
+	// are counted in the row.
+	maxValues   = 8
+	maxValueLen = 32
+)
 
 // offenderKey is what makes a row: who asked (the pod, or the client address without one)
 // and what they typed.
@@ -69,16 +83,23 @@ func (t *tally) add(line string) {
 		return
 	}
 	t.summary.Lines++
-	t.summary.HeldBack = addSat(t.summary.HeldBack, e.suppressed)
-	who := e.pod
+	t.summary.HeldBack = addSat(t.summary.HeldBack, e.Suppressed)
+	who := e.Pod
 	if who == "" {
-		who = e.client
+		who = e.Client
 	}
-	k := offenderKey{who, e.kind, e.typed}
+	k := offenderKey{who, e.kind, e.Typed}
 	o := t.rows[k]
 	if o == nil {
-		o = &offender{Pod: e.pod, Namespace: namespaceOf(e.pod), Typed: e.typed, Kind: e.kind,
-			Answers: []string{}, Actions: []string{}}
+		if len(t.rows) >= maxRows {
+			t.summary.UnrankedLines++
+			t.summary.UnrankedAnswers = addSat(t.summary.UnrankedAnswers, addSat(1, e.Repeats))
+			return
+		}
+		// The key outlives the line it came from: a copy keeps only the key.
+		k = offenderKey{strings.Clone(who), e.kind, strings.Clone(e.Typed)}
+		o = &offender{Pod: strings.Clone(e.Pod), Typed: k.typed, Kind: e.kind, Answers: []string{}, Actions: []string{}}
+		o.Namespace = namespaceOf(o.Pod)
 		t.rows[k] = o
 	}
 	o.add(e)
@@ -130,27 +151,29 @@ func addSat(a, b uint64) uint64 {
 // offender is one row: a client that typed a name and got it answered through a namespace
 // or an endpoint.
 type offender struct {
-	Pod       string    `json:"pod"`
-	Client    string    `json:"client"`
-	Namespace string    `json:"namespace"`
-	Typed     string    `json:"typed"`
-	Kind      string    `json:"kind"`
-	Through   string    `json:"through,omitempty"`
-	Got       string    `json:"got,omitempty"`
-	Meant     string    `json:"meant,omitempty"`
-	Answers   []string  `json:"answers"`
-	Records   string    `json:"records"`
-	Count     uint64    `json:"count"`
-	FirstSeen time.Time `json:"firstSeen,omitzero"`
-	LastSeen  time.Time `json:"lastSeen,omitzero"`
-	Actions   []string  `json:"actions"`
-	Fix       string    `json:"fix"`
+	Pod          string    `json:"pod"`
+	Client       string    `json:"client"`
+	Namespace    string    `json:"namespace"`
+	Typed        string    `json:"typed"`
+	Kind         string    `json:"kind"`
+	Through      string    `json:"through,omitempty"`
+	Got          string    `json:"got,omitempty"`
+	Meant        string    `json:"meant,omitempty"`
+	Answers      []string  `json:"answers"`
+	OtherAnswers uint64    `json:"otherAnswers,omitempty"`
+	Records      string    `json:"records"`
+	Count        uint64    `json:"count"`
+	FirstSeen    time.Time `json:"firstSeen,omitzero"`
+	LastSeen     time.Time `json:"lastSeen,omitzero"`
+	Actions      []string  `json:"actions"`
+	OtherActions uint64    `json:"otherActions,omitempty"`
+	Fix          string    `json:"fix"`
 }
 
 // add counts a line of this row. What a row says (client, records, fix) comes from its
 // latest line: by timestamp, or in the order read when lines have none.
 func (o *offender) add(e answerEntry) {
-	o.Count = addSat(o.Count, addSat(1, e.repeats))
+	o.Count = addSat(o.Count, addSat(1, e.Repeats))
 	if !e.at.IsZero() && (o.FirstSeen.IsZero() || e.at.Before(o.FirstSeen)) {
 		o.FirstSeen = e.at
 	}
@@ -158,32 +181,41 @@ func (o *offender) add(e answerEntry) {
 	if latest && !e.at.IsZero() {
 		o.LastSeen = e.at
 	}
-	answer := e.answer
+	answer := e.Answer
 	if answer == "" { // endpoint shadow lines have no answer=
 		answer = "nodata"
-		if e.records != "" {
+		if e.Records != "" {
 			answer = "records"
 		}
 	}
-	o.Answers = addSorted(o.Answers, answer)
-	o.Actions = addSorted(o.Actions, e.action)
+	if !addValue(&o.Answers, answer) {
+		o.OtherAnswers++
+	}
+	if !addValue(&o.Actions, e.Action) {
+		o.OtherActions++
+	}
 	if !latest {
 		return
 	}
-	o.Client, o.Fix = e.client, e.fix
+	o.Client, o.Fix = e.Client, e.Fix
 	if e.kind == kindNamespace {
-		o.Through = e.subject
+		o.Through = e.Subject
 	}
-	o.Got, o.Meant = e.got, e.meant
-	if e.records != "" { // an AAAA question's NODATA says less than the A records
-		o.Records = e.records
+	o.Got, o.Meant = e.Got, e.Meant
+	if e.Records != "" { // an AAAA question's NODATA says less than the A records
+		o.Records = e.Records
 	}
 }
 
-func addSorted(set []string, v string) []string {
-	i, found := slices.BinarySearch(set, v)
-	if found {
-		return set
+// addValue adds v to a set of at most maxValues short values, sorted when the report is
+// made; it says whether v is in the set.
+func addValue(set *[]string, v string) bool {
+	if slices.Contains(*set, v) {
+		return true
 	}
-	return slices.Insert(set, i, v)
+	if len(*set) >= maxValues || len(v) > maxValueLen {
+		return false
+	}
+	*set = append(*set, strings.Clone(v)) // not the whole line it came from
+	return true
 }

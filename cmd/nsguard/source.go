@@ -2,12 +2,12 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"strings"
 	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -16,24 +16,16 @@ import (
 	"github.com/nsguard/nsguard/clusterdns"
 )
 
-var errHelp = errors.New("help shown")
-
-// files is a repeatable -f.
-type files []string
-
-func (f *files) String() string     { return strings.Join(*f, ",") }
-func (f *files) Set(v string) error { *f = append(*f, v); return nil }
-
 // source is where cluster state comes from, shared by both commands.
 type source struct {
-	files      files
+	files      []string
 	kubeconfig string
 	context    string
 	zone       string
 }
 
-func (s *source) register(fs *flag.FlagSet) {
-	fs.Var(&s.files, "f", "manifest file, directory (recursive) or - for stdin; repeatable. Without -f, the live cluster is read")
+func (s *source) register(fs *pflag.FlagSet) {
+	fs.StringArrayVarP(&s.files, "filename", "f", nil, "manifest file, directory (recursive) or - for stdin; repeatable. Without -f, the live cluster is read")
 	fs.StringVar(&s.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
 	fs.StringVar(&s.context, "context", "", "kubeconfig context (default: the current one)")
 	fs.StringVar(&s.zone, "zone", "cluster.local", "cluster DNS zone")
@@ -70,30 +62,16 @@ func (s *source) load(stdin io.Reader) (*clusterdns.Cluster, error) {
 	return audit.LoadLive(ctx, cs)
 }
 
-// parse parses flags and positional arguments in any order, as kubectl users expect.
-func parse(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil, errHelp
-			}
-			return nil, usageError{err.Error()}
-		}
-		if fs.NArg() == 0 {
-			return pos, nil
-		}
-		pos = append(pos, fs.Arg(0))
-		args = fs.Args()[1:]
+// newCommand is a subcommand whose RunE returns its exit status; help goes to stdout.
+func newCommand(use, synopsis string, code *int, run func(c *cobra.Command, args []string) (int, error)) *cobra.Command {
+	return &cobra.Command{
+		Use:  use,
+		Long: synopsis,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			n, err := run(c, args)
+			*code = n
+			return err
+		},
 	}
-}
-
-func newFlagSet(name, synopsis string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: %s\n\nFlags:\n", synopsis)
-		fs.PrintDefaults()
-	}
-	return fs
 }

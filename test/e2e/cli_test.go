@@ -3,9 +3,13 @@
 package e2e
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -95,4 +99,66 @@ func nsguardCLI(t *testing.T) string {
 		t.Fatal(cliOnce.err)
 	}
 	return cliOnce.bin
+}
+
+// TestCLIKubectlPlugin runs the CLI as kubectl runs a plugin: kubectl-nsguard on the PATH,
+// called by the real kubectl, with kubectl's flags, against the real API server.
+func TestCLIKubectlPlugin(t *testing.T) {
+	pluginDir := t.TempDir()
+	plugin := filepath.Join(pluginDir, "kubectl-nsguard")
+	if err := os.Symlink(nsguardCLI(t), plugin); err != nil {
+		t.Fatal(err)
+	}
+	kubectl := func(t *testing.T, args ...string) ([]byte, int) {
+		t.Helper()
+		cmd := exec.CommandContext(t.Context(), env.cp.KubectlPath(), args...)
+		cmd.Env = append(os.Environ(), "PATH="+pluginDir+string(os.PathListSeparator)+os.Getenv("PATH"), "KUBECONFIG="+env.cp.Kubeconfig)
+		out, err := cmd.CombinedOutput()
+		var exit *exec.ExitError
+		switch {
+		case err == nil:
+			return out, 0
+		case errors.As(err, &exit):
+			return out, exit.ExitCode()
+		}
+		t.Fatalf("kubectl %v: %v\n%s", args, err, out)
+		return nil, 0
+	}
+	if out, _ := kubectl(t, "plugin", "list"); !bytes.Contains(out, []byte(plugin)) {
+		t.Errorf("kubectl plugin list does not show %s:\n%s", plugin, out)
+	}
+	tests := []struct {
+		name string
+		args []string
+		code int // -1: not checked
+		want []string
+		not  string // must not be in the output
+	}{
+		{"audit", []string{"nsguard", "audit"}, 1, []string{"namespace-captures-service", "namespace my-app captures"}, ""},
+		{"audit with kubectl's flags", []string{"nsguard", "audit", "--kubeconfig", env.cp.Kubeconfig, "-o", "json", "-n", cluster.ClientNamespace},
+			1, []string{`"version": 2`, `"check": "namespace-captures-service"`}, ""},
+		// The capture spares the namespace that holds my-app; what other suites applied may show.
+		{"audit for the one namespace spared", []string{"nsguard", "audit", "--namespace=" + cluster.AppNamespace}, -1, nil, "namespace my-app captures"},
+		{"explain", []string{"nsguard", "explain", cluster.AppService, "-n", cluster.ClientNamespace},
+			1, []string{"most likely meant: Service my-app in " + cluster.AppNamespace}, ""},
+		{"no such context", []string{"nsguard", "audit", "--context", "nope"}, 2, []string{"kubectl nsguard: kubeconfig: ", `"nope"`}, ""},
+		{"old spelling", []string{"nsguard", "audit", "-output", "json"}, 2, []string{"use --output"}, ""},
+		{"help names the plugin", []string{"nsguard", "--help"}, 0, []string{"kubectl nsguard audit"}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, code := kubectl(t, tt.args...)
+			if tt.not != "" && bytes.Contains(out, []byte(tt.not)) {
+				t.Errorf("kubectl %s: output holds %q:\n%s", strings.Join(tt.args, " "), tt.not, out)
+			}
+			if tt.code >= 0 && code != tt.code {
+				t.Errorf("kubectl %s: exit %d, want %d\n%s", strings.Join(tt.args, " "), code, tt.code, out)
+			}
+			for _, w := range tt.want {
+				if !bytes.Contains(out, []byte(w)) {
+					t.Errorf("kubectl %s: output lacks %q:\n%s", strings.Join(tt.args, " "), w, out)
+				}
+			}
+		})
+	}
 }

@@ -18,3 +18,6 @@ func (cp *ControlPlane) Kubectl(ctx context.Context, args ...string) ([]byte, er
 	}
 	return out, nil
 }
+
+// KubectlPath is the built kubectl, for tests that run it as a user would (a plugin on the PATH).
+func (cp *ControlPlane) KubectlPath() string { return filepath.Join(cp.binDir, "kubectl") }
