@@ -9,7 +9,7 @@ import (
 // apiserverArgs are the flags of a controller-less apiserver on loopback.
 func (cp *ControlPlane) apiserverArgs() []string {
 	d := cp.workDir
-	return []string{
+	args := []string{
 		fmt.Sprintf("--etcd-servers=http://127.0.0.1:%d", cp.etcdPort),
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
@@ -25,6 +25,7 @@ func (cp *ControlPlane) apiserverArgs() []string {
 		"--disable-admission-plugins=ServiceAccount", // no controller creates default ServiceAccounts
 		"--enable-priority-and-fairness=false",
 	}
+	return append(args, cp.opts.APIServerArgs...) // later flags win
 }
 
 // startAPIServer starts kube-apiserver and waits for /readyz.

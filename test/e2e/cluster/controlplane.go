@@ -29,6 +29,7 @@ type ControlPlane struct {
 
 	binDir, workDir   string
 	etcdPort, apiPort int
+	opts              Options
 	clientset         kubernetes.Interface
 	restConfig        *rest.Config
 
@@ -40,7 +41,12 @@ type ControlPlane struct {
 // Start starts etcd and kube-apiserver from binDir, with their state and logs
 // (etcd.log, kube-apiserver.log) in workDir, and waits until /readyz is ok.
 // On error nothing is left running. Stop must be called (see package doc).
-func Start(ctx context.Context, binDir, workDir string) (_ *ControlPlane, err error) {
+func Start(ctx context.Context, binDir, workDir string) (*ControlPlane, error) {
+	return StartWithOptions(ctx, binDir, workDir, Options{})
+}
+
+// StartWithOptions is Start with extra flags for etcd and kube-apiserver (see Options).
+func StartWithOptions(ctx context.Context, binDir, workDir string, opts Options) (_ *ControlPlane, err error) {
 	if binDir, err = filepath.Abs(binDir); err != nil {
 		return nil, err
 	}
@@ -59,6 +65,7 @@ func Start(ctx context.Context, binDir, workDir string) (_ *ControlPlane, err er
 		Server:     fmt.Sprintf("https://127.0.0.1:%d", ports[2]),
 		binDir:     binDir, workDir: workDir,
 		etcdPort: ports[0], apiPort: ports[2],
+		opts: opts,
 	}
 	if cp.Token, err = writeSecrets(workDir); err != nil {
 		return nil, err
@@ -76,7 +83,7 @@ func Start(ctx context.Context, binDir, workDir string) (_ *ControlPlane, err er
 			cp.Stop()
 		}
 	}()
-	etcd, err := startEtcd(ctx, binDir, workDir, ports[0], ports[1])
+	etcd, err := startEtcd(ctx, binDir, workDir, ports[0], ports[1], opts.EtcdArgs...)
 	cp.mu.Lock()
 	cp.etcd = etcd
 	cp.mu.Unlock()

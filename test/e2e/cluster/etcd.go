@@ -7,20 +7,21 @@ import (
 )
 
 // startEtcd starts a single-member etcd on loopback and waits for /health.
-func startEtcd(ctx context.Context, binDir, workDir string, clientPort, peerPort int) (*process, error) {
+func startEtcd(ctx context.Context, binDir, workDir string, clientPort, peerPort int, extra ...string) (*process, error) {
 	client := fmt.Sprintf("http://127.0.0.1:%d", clientPort)
 	peer := fmt.Sprintf("http://127.0.0.1:%d", peerPort)
 	logPath := filepath.Join(workDir, "etcd.log")
-	p, err := startProcess("etcd", filepath.Join(binDir, "etcd"), logPath,
+	args := []string{
 		"--name=e2e",
-		"--data-dir="+filepath.Join(workDir, "etcd-data"),
+		"--data-dir=" + filepath.Join(workDir, "etcd-data"),
 		"--unsafe-no-fsync", // throwaway data; fsync only slows tests down
-		"--listen-client-urls="+client,
-		"--advertise-client-urls="+client,
-		"--listen-peer-urls="+peer,
-		"--initial-advertise-peer-urls="+peer,
-		"--initial-cluster=e2e="+peer,
-	)
+		"--listen-client-urls=" + client,
+		"--advertise-client-urls=" + client,
+		"--listen-peer-urls=" + peer,
+		"--initial-advertise-peer-urls=" + peer,
+		"--initial-cluster=e2e=" + peer,
+	}
+	p, err := startProcess("etcd", filepath.Join(binDir, "etcd"), logPath, append(args, extra...)...)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,15 @@
+package cluster
+
+import "context"
+
+// Options are extra flags for a control plane, after the suite's own: a later flag wins.
+type Options struct {
+	EtcdArgs      []string // e.g. --quota-backend-bytes for a cluster of thousands of Pods
+	APIServerArgs []string // e.g. --audit-policy-file and --audit-log-path; kept across RestartAPIServer
+}
+
+// APIServerMetrics returns kube-apiserver's /metrics page, read as the admin.
+func (cp *ControlPlane) APIServerMetrics(ctx context.Context) (string, error) {
+	b, err := cp.clientset.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	return string(b), err
+}
