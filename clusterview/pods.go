@@ -21,11 +21,13 @@ type podStore struct {
 	byAddr map[netip.Addr]*podObj // address → the only live Pod that holds it
 	shared map[netip.Addr][]*podObj
 
-	synced atomic.Bool // the first list has been stored
+	synced   atomic.Bool   // the first list has been stored
+	syncedCh chan struct{} // closed then
+	once     sync.Once
 }
 
 func newPodStore(uids bool) *podStore {
-	s := &podStore{uids: uids}
+	s := &podStore{uids: uids, syncedCh: make(chan struct{})}
 	s.reset()
 	return s
 }
@@ -95,6 +97,7 @@ func (s *podStore) Replace(list []any, _ string) error {
 	s.byKey, s.byAddr, s.shared = next.byKey, next.byAddr, next.shared
 	s.mu.Unlock()
 	s.synced.Store(true)
+	s.once.Do(func() { close(s.syncedCh) })
 	return nil
 }
 

@@ -6,12 +6,14 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/coredns/coredns/plugin/kubernetes/object"
 
 	corev1 "k8s.io/api/core/v1"
 	discovery "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/nsguard/nsguard/clusterdns"
@@ -156,6 +158,28 @@ func TestShadowedDoesNotAllocate(t *testing.T) {
 			if a := testing.AllocsPerRun(100, func() { v.Shadowed(n) }); a != 0 {
 				t.Errorf("%T: Shadowed(%s) allocates %v times", v.services, strings.Join([]string{n.Endpoint, n.Service, n.Namespace}, "."), a)
 			}
+		}
+	}
+}
+
+type unsynced struct{ *controller }
+
+func (unsynced) HasSynced() bool { return false }
+
+// TestStartDoesNotWaitForTheKubernetesPlugin: the kubernetes plugin starts its caches after
+// nsguard's start-up, so waiting on them would delay every start and reload by SyncWait.
+func TestStartDoesNotWaitForTheKubernetesPlugin(t *testing.T) {
+	for _, clients := range []bool{false, true} {
+		v := New(Config{Client: fake.NewClientset(fixture.Incident()...), Clients: clients})
+		began := time.Now()
+		r := v.Start(unsynced{newController(t, fixture.Incident()...)})
+		took := time.Since(began)
+		r.Stop()
+		if took > SyncWait/2 {
+			t.Errorf("clients %v: Start took %v waiting on caches that were not its own", clients, took)
+		}
+		if v.Synced() {
+			t.Errorf("clients %v: synced before the kubernetes plugin's caches", clients)
 		}
 	}
 }

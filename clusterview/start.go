@@ -74,8 +74,17 @@ func (v *View) Start(ctl Controller) *Run {
 		defer r.wg.Done()
 		v.probe(ctx)
 	}()
+	if ctl != nil && v.pods == nil {
+		return r // nothing of its own to wait for
+	}
+	// The kubernetes plugin starts its caches after nsguard's start-up has run, so with them
+	// only the view's own watches are waited for: waiting on the plugin would only delay it.
+	own := synced
+	if ctl != nil {
+		own = v.pods.syncedCh
+	}
 	select {
-	case <-synced:
+	case <-own:
 	case <-time.After(SyncWait):
 		log.Warningf("cluster view not synced after %s; serving with core checks only until it is", SyncWait)
 	}

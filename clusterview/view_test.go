@@ -26,8 +26,10 @@ func startView(t *testing.T, ctl Controller, clients bool, objs ...runtime.Objec
 	v := New(Config{Client: cs, Clients: clients, UIDs: true})
 	r := v.Start(ctl)
 	t.Cleanup(r.Stop)
-	if !v.Synced() {
-		t.Fatal("view did not sync")
+	for deadline := time.Now().Add(5 * time.Second); !v.Synced(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("view did not sync")
+		}
 	}
 	return v, cs
 }

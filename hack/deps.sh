@@ -12,6 +12,7 @@ wanted=(
   gcc:gcc
   buildah:buildah
   libcap2-bin:setcap
+  iptables:iptables
 )
 
 missing=()
