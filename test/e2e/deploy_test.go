@@ -139,7 +139,7 @@ func TestDeployClusterRoleLeastPrivilege(t *testing.T) {
 		dir, role        string
 		verbs, resources []string
 	}{
-		{"kubernetes", "system:coredns-nsguard", []string{"list", "watch"}, []string{"/pods", "/services", "discovery.k8s.io/endpointslices"}},
+		{"kubernetes", "system:coredns-nsguard", []string{"list", "watch"}, []string{"/namespaces", "/pods", "/services", "discovery.k8s.io/endpointslices"}},
 		{"kubernetes-events", "system:coredns-nsguard-events", []string{"create", "patch"}, []string{"events.k8s.io/events"}},
 	}
 	for _, tc := range tests {
