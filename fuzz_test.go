@@ -3,6 +3,7 @@ package nsguard
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/coredns/coredns/plugin/pkg/dnstest"
 	"github.com/coredns/coredns/plugin/test"
@@ -10,6 +11,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/nsguard/nsguard/clusterdns"
+	"github.com/nsguard/nsguard/internal/fixture"
 )
 
 // FuzzServeDNS sends arbitrary packed messages through nsguard in both modes, in front of
@@ -52,6 +54,61 @@ func FuzzServeDNS(f *testing.F) {
 				g := New(testConfig([]string{"cluster.local.", "."}, mode, dns.RcodeNameError, "legacy"))
 				g.Next = upstreams[name]()
 				rec := dnstest.NewRecorder(&test.ResponseWriter{})
+				g.ServeDNS(context.Background(), rec, r.Copy())
+				if rec.Msg == nil {
+					continue
+				}
+				if _, err := rec.Msg.Pack(); err != nil {
+					t.Errorf("written message does not pack: %v\n%v", err, rec.Msg)
+				}
+			}
+		}
+	})
+}
+
+// FuzzServeDNSWithView is FuzzServeDNS with what a cluster gives: a synced view of the
+// incident's cluster, Events on, and allow client, from clients the view knows and does not.
+func FuzzServeDNSWithView(f *testing.F) {
+	for _, q := range []*dns.Msg{
+		query("my-app.svc.cluster.local.", dns.TypeA, noEDNS),
+		query("primary.db.new-namespace-1.svc.cluster.local.", dns.TypeA, withEDNS),
+		query("PRIMARY.db.New-Namespace-1.svc.cluster.local.", dns.TypeAAAA, withDO),
+		query("web-0.nginx.shop.svc.cluster.local.", dns.TypeSRV, noEDNS),
+	} {
+		b, err := q.Pack()
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b, uint8(0))
+	}
+	v, cs := startView(f, true, fixture.Incident()...)
+	clients := []string{"10.244.1.5", "10.244.1.6", "10.9.9.9", "::1"}
+	var guards []*NSGuard
+	for _, mode := range []Mode{ModeLog, ModeRefuse} {
+		cfg := testConfig([]string{"cluster.local.", "."}, mode, dns.RcodeNameError, "legacy")
+		cfg.allowClients["shop"] = struct{}{}
+		if mode == ModeRefuse {
+			cfg.shadows = ModeRefuse
+		}
+		g := New(cfg)
+		g.view = v
+		g.events = newEventer(g, cs, time.Minute)
+		if err := g.events.start(); err != nil {
+			f.Fatal(err)
+		}
+		f.Cleanup(func() { g.events.stop() })
+		guards = append(guards, g)
+	}
+	names := []string{"kubernetes", "kube-dns", "nxdomain", "servfail written", "servfail", "silent", "truncated"}
+	f.Fuzz(func(t *testing.T, data []byte, from uint8) {
+		r := new(dns.Msg)
+		if err := r.Unpack(data); err != nil {
+			return
+		}
+		for _, g := range guards {
+			for _, name := range names {
+				g.Next = upstreams[name]()
+				rec := dnstest.NewRecorder(&test.ResponseWriter{RemoteIP: clients[int(from)%len(clients)]})
 				g.ServeDNS(context.Background(), rec, r.Copy())
 				if rec.Msg == nil {
 					continue
