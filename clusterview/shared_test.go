@@ -28,7 +28,7 @@ type controller struct {
 	namespaces map[string]*object.Namespace
 }
 
-func newController(t *testing.T, objs ...runtime.Object) *controller {
+func newController(t testing.TB, objs ...runtime.Object) *controller {
 	t.Helper()
 	byIndex := func(obj any) ([]string, error) {
 		switch o := obj.(type) {
@@ -182,4 +182,42 @@ func TestStartDoesNotWaitForTheKubernetesPlugin(t *testing.T) {
 			t.Errorf("clients %v: synced before the kubernetes plugin's caches", clients)
 		}
 	}
+}
+
+// BenchmarkShadowed compares the shadow check of the two sources on the name most
+// endpoint-shaped questions are: a search candidate that shadows nothing.
+func BenchmarkShadowed(b *testing.B) {
+	own := &View{services: newOwned()}
+	o := own.services.(*owned)
+	for _, obj := range fixture.Incident() {
+		switch s, _ := toSmall(obj); s := s.(type) {
+		case *serviceObj:
+			o.setService(s, true)
+		case *sliceObj:
+			o.setSlice(s, true)
+		}
+	}
+	b.Run("source=owned", func(b *testing.B) { benchShadowed(b, own) })
+	shared := &View{services: shared{newController(b, fixture.Incident()...)}}
+	b.Run("source=shared", func(b *testing.B) { benchShadowed(b, shared) })
+}
+
+func benchShadowed(b *testing.B, v *View) {
+	miss := clusterdns.Name{Namespace: "com", Service: "github", Endpoint: "api"}
+	hit := clusterdns.Name{Namespace: "new-namespace-1", Service: "db", Endpoint: "primary"}
+	if v.Shadowed(miss) || !v.Shadowed(hit) {
+		b.Fatal("view does not hold the incident")
+	}
+	b.Run("name=miss", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			v.Shadowed(miss)
+		}
+	})
+	b.Run("name=hit", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			v.Shadowed(hit)
+		}
+	})
 }
