@@ -1,0 +1,265 @@
+package scale
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nsguard/nsguard/test/e2e/cluster"
+)
+
+// The API server's audit log records every LIST and WATCH at Metadata level (who, what, the
+// request's URI with its resourceVersion), nothing else: it is how the watches are counted
+// by user agent, and how a relist is told from a watch that resumed.
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+- level: Metadata
+  verbs: ["list", "watch"]
+- level: None
+`
+
+// EtcdQuota is etcd's --quota-backend-bytes for the full size: each Pod is written twice
+// (created, then its status) at about 9 KB, and etcd's default 2 GiB is too tight for that.
+const EtcdQuota = 8 << 30
+
+// ControlPlaneOptions are the flags StartControlPlane adds: etcd's quota, and the audit log
+// at auditLog with its policy written into dir.
+func ControlPlaneOptions(dir, auditLog string) (cluster.Options, error) {
+	policy := filepath.Join(dir, "audit-policy.yaml")
+	if err := os.WriteFile(policy, []byte(auditPolicy), 0o644); err != nil {
+		return cluster.Options{}, err
+	}
+	return cluster.Options{
+		EtcdArgs: []string{fmt.Sprintf("--quota-backend-bytes=%d", int64(EtcdQuota))},
+		APIServerArgs: []string{
+			"--audit-policy-file=" + policy,
+			"--audit-log-path=" + auditLog,
+			"--audit-log-format=json",
+			"--audit-log-mode=blocking",   // written before the response: a count right after a request holds it
+			"--audit-log-maxsize=1000000", // MB: never rotated, so offsets into it stay good across restarts
+			"--audit-log-maxbackup=0",
+		},
+	}, nil
+}
+
+// StartControlPlane starts a control plane in dir for the scale cluster: etcd with EtcdQuota,
+// and the API server with its audit log, whose path it returns. Stop it as any other.
+func StartControlPlane(ctx context.Context, binDir, dir string) (*cluster.ControlPlane, string, error) {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, "", err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, "", err
+	}
+	audit := filepath.Join(dir, "audit.log")
+	opts, err := ControlPlaneOptions(dir, audit)
+	if err != nil {
+		return nil, "", err
+	}
+	cp, err := cluster.StartWithOptions(ctx, binDir, dir, opts)
+	return cp, audit, err
+}
+
+// Request is one LIST or WATCH the API server served, from its audit log.
+type Request struct {
+	ID        string
+	Agent     string // the user agent's product: "coredns", "coredns-nsguard", ...
+	UserAgent string // whole
+	Verb      string // list or watch
+	Resource  string // pods, services, endpointslices, namespaces, ...
+	URI       string
+	Started   bool      // a ResponseStarted stage was seen (watches)
+	Completed bool      // a ResponseComplete stage was seen
+	Code      int       // the response code, when completed
+	Start     time.Time // the first stage logged
+	End       time.Time // ResponseComplete's
+}
+
+// SendsInitialEvents reports a streaming list: a WATCH that starts with the whole state.
+func (r Request) SendsInitialEvents() bool { return r.query().Get("sendInitialEvents") == "true" }
+
+// ResourceVersion is the request's resourceVersion parameter.
+func (r Request) ResourceVersion() string { return r.query().Get("resourceVersion") }
+
+// FullState reports whether the request starts a transfer of the whole collection: a LIST
+// (its first page), or a WATCH with sendInitialEvents. After an API server restart, it is
+// what a relist looks like; a watch that resumes from its resource version is not.
+func (r Request) FullState() bool {
+	return (r.Verb == "list" && r.query().Get("continue") == "") || r.SendsInitialEvents()
+}
+
+func (r Request) query() url.Values {
+	u, err := url.Parse(r.URI)
+	if err != nil {
+		return nil
+	}
+	return u.Query()
+}
+
+// Agent is the product of a user agent: what comes before its first "/" or space.
+func Agent(ua string) string {
+	if i := strings.IndexAny(ua, "/ "); i >= 0 {
+		return ua[:i]
+	}
+	return ua
+}
+
+// AuditLog reads the API server's audit log by byte offsets, so that each phase of a run
+// reads what happened in it.
+type AuditLog struct{ Path string }
+
+// Offset is the log's size now: where what happens next begins.
+func (a AuditLog) Offset() (int64, error) {
+	st, err := os.Stat(a.Path)
+	if os.IsNotExist(err) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	return st.Size(), nil
+}
+
+type auditEvent struct {
+	AuditID    string `json:"auditID"`
+	Stage      string `json:"stage"`
+	RequestURI string `json:"requestURI"`
+	Verb       string `json:"verb"`
+	UserAgent  string `json:"userAgent"`
+	ObjectRef  *struct {
+		Resource string `json:"resource"`
+	} `json:"objectRef"`
+	ResponseStatus *struct {
+		Code int `json:"code"`
+	} `json:"responseStatus"`
+	StageTimestamp time.Time `json:"stageTimestamp"`
+}
+
+// Since returns the requests logged from offset on, in the order they were first logged,
+// leaving out this package's own and the API server's.
+func (a AuditLog) Since(offset int64) ([]Request, error) {
+	f, err := os.Open(a.Path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if _, err := f.Seek(offset, io.SeekStart); err != nil {
+		return nil, err
+	}
+	byID := map[string]*Request{}
+	var order []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		var e auditEvent
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			continue // a line cut by a concurrent write
+		}
+		agent := Agent(e.UserAgent)
+		if agent == UserAgent || agent == "kube-apiserver" || e.ObjectRef == nil {
+			continue
+		}
+		r, ok := byID[e.AuditID]
+		if !ok {
+			r = &Request{ID: e.AuditID, Agent: agent, UserAgent: e.UserAgent, Verb: e.Verb, Resource: e.ObjectRef.Resource, URI: e.RequestURI, Start: e.StageTimestamp}
+			byID[e.AuditID] = r
+			order = append(order, e.AuditID)
+		}
+		switch e.Stage {
+		case "ResponseStarted":
+			r.Started = true
+		case "ResponseComplete", "Panic":
+			r.Completed, r.End = true, e.StageTimestamp
+			if e.ResponseStatus != nil {
+				r.Code = e.ResponseStatus.Code
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	out := make([]Request, 0, len(order))
+	for _, id := range order {
+		out = append(out, *byID[id])
+	}
+	return out, nil
+}
+
+// Key is a user agent's product and a resource, "coredns-nsguard pods".
+type Key struct{ Agent, Resource string }
+
+func (k Key) String() string { return k.Agent + " " + k.Resource }
+
+// Counts are numbers by agent and resource.
+type Counts map[Key]int
+
+// String lists the counts as "agent: resource n, ...; agent: ...", sorted.
+func (c Counts) String() string {
+	if len(c) == 0 {
+		return "none"
+	}
+	by := map[string][]string{}
+	for k, n := range c {
+		by[k.Agent] = append(by[k.Agent], fmt.Sprintf("%s %d", k.Resource, n))
+	}
+	var parts []string
+	for _, a := range slices.Sorted(maps.Keys(by)) {
+		slices.Sort(by[a])
+		parts = append(parts, a+": "+strings.Join(by[a], ", "))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// Of is the counts of one agent.
+func (c Counts) Of(agent string) Counts {
+	out := Counts{}
+	for k, n := range c {
+		if k.Agent == agent {
+			out[k] = n
+		}
+	}
+	return out
+}
+
+// Total adds the counts up.
+func (c Counts) Total() int {
+	var t int
+	for _, n := range c {
+		t += n
+	}
+	return t
+}
+
+// OpenWatches counts the watches among reqs that started and have not ended.
+func OpenWatches(reqs []Request) Counts {
+	c := Counts{}
+	for _, r := range reqs {
+		if r.Verb == "watch" && r.Started && !r.Completed {
+			c[Key{r.Agent, r.Resource}]++
+		}
+	}
+	return c
+}
+
+// FullStates counts the LISTs and streaming lists among reqs: initial syncs, or relists.
+func FullStates(reqs []Request) Counts {
+	c := Counts{}
+	for _, r := range reqs {
+		if r.FullState() {
+			c[Key{r.Agent, r.Resource}]++
+		}
+	}
+	return c
+}

@@ -1,0 +1,79 @@
+package scale
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Table is the results as Markdown, each configuration beside results[0] (kubernetes alone):
+// peak resident memory through the sync and the relist, and the Go heap after the sync.
+func Table(results []Result) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "| configuration | peak RSS (VmHWM, sync + relist) | vs `kubernetes` alone | peak through sync | peak through relist | RSS after sync | Go heap in use after sync | vs alone | sync time | relist observed | CoreDNS's watches after sync |\n")
+	fmt.Fprintf(&b, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n")
+	for i, r := range results {
+		base := results[0]
+		vsPeak, vsHeap := "—", "—"
+		if i > 0 {
+			vsPeak = delta(float64(r.Peak()), float64(base.Peak()))
+			vsHeap = delta(r.HeapInuse, base.HeapInuse)
+		}
+		observed := "no"
+		if r.Relist.Observed {
+			observed = "yes"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %v | %s | %s |\n", r.Config,
+			MiB(float64(r.Peak())), vsPeak, MiB(float64(r.PeakSync)), MiB(float64(r.PeakRelist)), MiB(float64(r.RSSSync)),
+			MiB(r.HeapInuse), vsHeap, r.SyncTime.Round(100*time.Millisecond), observed, r.Watches)
+	}
+	return b.String()
+}
+
+// delta is "+165.2 MiB (+65.2%)".
+func delta(v, base float64) string {
+	return fmt.Sprintf("%+.1f MiB (%+.1f%%)", (v-base)/(1<<20), 100*(v-base)/base)
+}
+
+// Raw is every figure of every result, one "configuration: key value" line each, with bytes
+// as bytes, for bin/bench-scale.txt.
+func Raw(results []Result) string {
+	var b strings.Builder
+	for _, r := range results {
+		p := func(k string, v any) { fmt.Fprintf(&b, "%s\t%s\t%v\n", r.Config, k, v) }
+		p("peak_rss_bytes", r.Peak())
+		p("peak_rss_sync_bytes", r.PeakSync)
+		p("peak_rss_relist_bytes", r.PeakRelist)
+		p("rss_after_sync_bytes", r.RSSSync)
+		p("rss_after_relist_bytes", r.RSSRelist)
+		p("rss_anon_after_sync_bytes", r.AnonSync)
+		p("rss_file_after_sync_bytes", r.FileSync)
+		p("rss_anon_after_relist_bytes", r.AnonRelist)
+		p("heap_inuse_after_sync_bytes", int64(r.HeapInuse))
+		p("heap_alloc_after_sync_bytes", int64(r.HeapAlloc))
+		p("heap_inuse_after_relist_bytes", int64(r.HeapRelist))
+		p("heap_inuse_max_sampled_bytes", int64(r.MaxHeap))
+		p("sync_seconds", r.SyncTime.Seconds())
+		p("churn_seconds", r.ChurnTime.Seconds())
+		p("apiserver_restart_seconds", r.RestartTime.Seconds())
+		p("relist_seconds", r.RelistTime.Seconds())
+		p("relist_observed", r.Relist.Observed)
+		p("relist_old_resource_version", r.Relist.OldRV)
+		p("relist_refused", r.Relist.Refused)
+		p("relist_full_state_requests", r.Relist.Requests)
+		p("relist_resumed_watches", r.Relist.Resumed)
+		p("relist_missing", strings.Join(r.Relist.Missing, ", "))
+		for _, l := range r.Relist.Sequence {
+			p("relist_sequence", l)
+		}
+		p("sync_full_state_requests", r.SyncLists)
+		p("watches_after_sync", r.Watches)
+		for _, m := range r.ViewMetrics {
+			p("metric", m)
+		}
+		for _, l := range r.Relist.Log {
+			p("log", l)
+		}
+	}
+	return b.String()
+}
