@@ -1,0 +1,201 @@
+// Command benchscale is `make bench-scale`: the memory of CoreDNS with and without nsguard on
+// a real kube-apiserver holding a cluster of the size the project names as its scale (5,000
+// namespaces, 20,000 Services each with one EndpointSlice, 50,000 Pods of about 9 KB in
+// protobuf), each configuration alone on the machine. For each: the peak resident memory
+// (VmHWM) through the first sync and through the relist that follows an API server restart,
+// the Go heap after the sync, and the watches CoreDNS's user agents hold, from the API
+// server's audit log. See package test/e2e/scale.
+//
+// It is a benchmark: it fails only on a broken run, and people judge the ratios. The table
+// goes to stdout and bin/bench-scale/table.md, every figure to bin/bench-scale.txt, and each
+// configuration's Corefile and log to bin/bench-scale/<configuration>/.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/nsguard/nsguard/test/e2e/cluster"
+	"github.com/nsguard/nsguard/test/e2e/coredns"
+	"github.com/nsguard/nsguard/test/e2e/scale"
+)
+
+var (
+	namespaces   = flag.Int("namespaces", scale.Full.Namespaces, "namespaces")
+	servicesPer  = flag.Int("services-per-namespace", scale.Full.ServicesPerNamespace, "Services per namespace, each with one EndpointSlice")
+	podsPer      = flag.Int("pods-per-namespace", scale.Full.PodsPerNamespace, "Pods per namespace")
+	headless     = flag.Int("headless-every", scale.Full.HeadlessEvery, "every how many Services one is headless")
+	workers      = flag.Int("workers", scale.DefaultWorkers, "requests in flight while creating")
+	churn        = flag.Int("churn", 3000, "ConfigMaps created and deleted before each API server restart")
+	podsVerified = flag.Bool("pods-verified", false, "also run kubernetes with pods verified, for reference (about 2 GB at the full size)")
+	only         = flag.String("only", "", "comma-separated configurations to run, by number: 1 kubernetes alone, 2 + nsguard, 3 + nsguard clients off, 4 pods verified (default: 1,2,3, and 4 with -pods-verified)")
+	ip           = flag.String("ip", "127.53.60.1", "loopback address CoreDNS binds, port 53")
+	timeout      = flag.Duration("timeout", 10*time.Minute, "bound on each wait: a sync, a relist")
+)
+
+func main() {
+	flag.Parse()
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench-scale:", err)
+		coredns.StopAll()
+		cluster.KillAll()
+		os.Exit(1)
+	}
+}
+
+func configs() ([]scale.Config, error) {
+	all := []scale.Config{scale.KubernetesAlone, scale.NSGuard, scale.NSGuardClientsOff, scale.PodsVerified}
+	pick := "1,2,3"
+	if *podsVerified {
+		pick += ",4"
+	}
+	if *only != "" {
+		pick = *only
+	}
+	var out []scale.Config
+	for _, f := range strings.Split(pick, ",") {
+		var n int
+		if _, err := fmt.Sscan(strings.TrimSpace(f), &n); err != nil || n < 1 || n > len(all) {
+			return nil, fmt.Errorf("-only %q: want numbers from 1 to %d", *only, len(all))
+		}
+		out = append(out, all[n-1])
+	}
+	return out, nil
+}
+
+func run() error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	defer cluster.KillAll()
+	defer coredns.StopAll()
+	began := time.Now()
+
+	size := scale.Size{Namespaces: *namespaces, ServicesPerNamespace: *servicesPer, PodsPerNamespace: *podsPer, HeadlessEvery: *headless}
+	cfgs, err := configs()
+	if err != nil {
+		return err
+	}
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("run as root: CoreDNS binds %s:53, and /proc/PID/clear_refs resets its peak", *ip)
+	}
+	if err := coredns.CheckPortFree(*ip); err != nil {
+		return err
+	}
+	root, err := cluster.RepoRoot()
+	if err != nil {
+		return err
+	}
+	out := filepath.Join(root, "bin", "bench-scale")
+	if err := os.RemoveAll(out); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	logf := func(format string, args ...any) {
+		fmt.Fprintf(os.Stderr, "%s "+format+"\n", append([]any{time.Since(began).Round(time.Second)}, args...)...)
+	}
+
+	binDir, err := cluster.BuildTools(ctx)
+	if err != nil {
+		return err
+	}
+	bin, err := coredns.Build(ctx, root, out)
+	if err != nil {
+		return err
+	}
+	cp, auditLog, err := scale.StartControlPlane(ctx, binDir, filepath.Join(out, "cluster"))
+	if err != nil {
+		return err
+	}
+	defer cp.Stop()
+	cs, err := scale.Client(cp)
+	if err != nil {
+		return err
+	}
+
+	var report strings.Builder
+	say := func(format string, args ...any) {
+		fmt.Fprintf(&report, format+"\n", args...)
+		fmt.Printf(format+"\n", args...)
+	}
+	say("cluster: %s", size)
+	t := time.Now()
+	timings, err := scale.Create(ctx, cs, size, *workers, logf)
+	if err != nil {
+		return err
+	}
+	created := time.Since(t)
+	for _, tm := range timings {
+		say("created %s", tm)
+	}
+	say("created the cluster in %v with %d workers", created.Round(time.Second), *workers)
+	for _, p := range []int{1, 0} { // a Deployment's Pod, a StatefulSet's
+		sz, pod, err := scale.PodSize(ctx, cs, size, p)
+		if err != nil {
+			return err
+		}
+		say("Pod %s/%s: %d bytes in protobuf (%d of them managedFields, %d entries), %d in JSON; %d containers, %d env vars in the first",
+			pod.Namespace, pod.Name, sz.Proto, sz.ManagedFieldsProto, len(pod.ManagedFields), sz.JSON, len(pod.Spec.Containers), len(pod.Spec.Containers[0].Env))
+	}
+
+	env := scale.Env{CP: cp, Client: cs, CoreDNS: bin, Dir: out, IP: *ip, AuditLog: auditLog,
+		Churn: *churn, Workers: *workers, Timeout: *timeout, Logf: logf}
+	var results []scale.Result
+	for _, c := range cfgs {
+		t := time.Now()
+		r, err := scale.Measure(ctx, env, c)
+		if err != nil {
+			return fmt.Errorf("%s: %w", c.Name, err)
+		}
+		results = append(results, r)
+		say("%s: ran in %v (sync %v; churn %v; API server restart %v; relist and settle %v)", c.Name, time.Since(t).Round(time.Second),
+			r.SyncTime.Round(100*time.Millisecond), r.ChurnTime.Round(100*time.Millisecond), r.RestartTime.Round(100*time.Millisecond), r.RelistTime.Round(100*time.Millisecond))
+	}
+
+	say("")
+	say("%s", scale.Table(results))
+	say("Relist after the API server restart (the new watch cache refuses the old resource version):")
+	for _, r := range results {
+		say("- %s: watch of namespaces from resourceVersion %s answered %q; LISTs and streaming lists after the restart: %v; watches resumed from a resource version: %v; missing: %s",
+			r.Config, r.Relist.OldRV, r.Relist.Refused, r.Relist.Requests, r.Relist.Resumed, orNone(r.Relist.Missing))
+		for _, l := range r.Relist.Sequence {
+			say("  - %s", l)
+		}
+	}
+	say("")
+	say("Watches CoreDNS holds after the sync, by user agent and resource (API server audit log):")
+	for _, r := range results {
+		say("- %s: %v (full-state requests during the sync: %v)", r.Config, r.Watches, r.SyncLists)
+	}
+	say("")
+	say("ran in %v", time.Since(began).Round(time.Second))
+
+	if err := os.WriteFile(filepath.Join(out, "table.md"), []byte(report.String()), 0o644); err != nil {
+		return err
+	}
+	raw := fmt.Sprintf("# %s; created in %v\n", size, created.Round(time.Second)) + scale.Raw(results)
+	if err := os.WriteFile(filepath.Join(root, "bin", "bench-scale.txt"), []byte(raw), 0o644); err != nil {
+		return err
+	}
+	for _, r := range results {
+		if !r.Relist.Observed {
+			return fmt.Errorf("%s: the API server restart caused no relist (see above): the peak through a relist was not measured", r.Config)
+		}
+	}
+	return nil
+}
+
+func orNone(s []string) string {
+	if len(s) == 0 {
+		return "none"
+	}
+	return strings.Join(s, ", ")
+}
