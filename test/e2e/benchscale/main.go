@@ -149,11 +149,17 @@ func run() error {
 	env := scale.Env{CP: cp, Client: cs, CoreDNS: bin, Dir: out, IP: *ip, AuditLog: auditLog,
 		Churn: *churn, Workers: *workers, Timeout: *timeout, Logf: logf}
 	var results []scale.Result
+	var broken []string // configurations whose run failed: the others are still reported
 	for _, c := range cfgs {
 		t := time.Now()
 		r, err := scale.Measure(ctx, env, c)
 		if err != nil {
-			return fmt.Errorf("%s: %w", c.Name, err)
+			logf("%s: %v", c.Name, err)
+			broken = append(broken, fmt.Sprintf("%s: %v", c.Name, err))
+			if ctx.Err() != nil || len(results) == 0 {
+				return fmt.Errorf("%s: %w", c.Name, err) // nothing to compare with
+			}
+			continue
 		}
 		results = append(results, r)
 		say("%s: ran in %v (sync %v; churn %v; API server restart %v; relist and settle %v)", c.Name, time.Since(t).Round(time.Second),
@@ -184,6 +190,9 @@ func run() error {
 	raw := fmt.Sprintf("# %s; created in %v\n", size, created.Round(time.Second)) + scale.Raw(results)
 	if err := os.WriteFile(filepath.Join(root, "bin", "bench-scale.txt"), []byte(raw), 0o644); err != nil {
 		return err
+	}
+	if len(broken) > 0 {
+		return fmt.Errorf("broken runs:\n%s", strings.Join(broken, "\n"))
 	}
 	for _, r := range results {
 		if !r.Relist.Observed {
