@@ -25,6 +25,7 @@ const clientPodIP = "127.0.0.1"
 // env is what every scenario shares; each scenario runs its own CoreDNS.
 var env struct {
 	cp      *cluster.ControlPlane
+	binDir  string // kube-apiserver, etcd, kubectl
 	coredns string // binary
 	clients *resolvers.Clients
 	zoneDir string
@@ -64,6 +65,7 @@ func setUp(dir string) error {
 	if err != nil {
 		return err
 	}
+	env.binDir = binDir
 	if env.coredns, err = coredns.Build(ctx, root, dir); err != nil {
 		return err
 	}
