@@ -159,6 +159,10 @@ func run() error {
 			if ctx.Err() != nil || len(results) == 0 {
 				return fmt.Errorf("%s: %w", c.Name, err) // nothing to compare with
 			}
+			if rerr := cp.RestartAPIServer(ctx); rerr != nil { // the failure may have left it down
+				broken = append(broken, fmt.Sprintf("restarting the API server after that: %v", rerr))
+				break
+			}
 			continue
 		}
 		results = append(results, r)

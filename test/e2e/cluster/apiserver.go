@@ -35,7 +35,7 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context) (*process, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := waitHTTP(ctx, p, cp.Server+"/readyz", cp.Token, "ok"); err != nil {
+	if err := waitHTTP(ctx, p, cp.Server+"/readyz", cp.Token, "ok", cp.opts.ReadyTimeout); err != nil {
 		p.stop(0)
 		return nil, fmt.Errorf("%w\n--- tail of %s ---\n%s", err, logPath, tail(logPath, 40))
 	}

@@ -25,7 +25,7 @@ func startEtcd(ctx context.Context, binDir, workDir string, clientPort, peerPort
 	if err != nil {
 		return nil, err
 	}
-	if err := waitHTTP(ctx, p, client+"/health", "", `"health":"true"`); err != nil {
+	if err := waitHTTP(ctx, p, client+"/health", "", `"health":"true"`, 0); err != nil {
 		p.stop(0)
 		return nil, fmt.Errorf("%w\n--- tail of %s ---\n%s", err, logPath, tail(logPath, 30))
 	}

@@ -1,11 +1,17 @@
 package cluster
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Options are extra flags for a control plane, after the suite's own: a later flag wins.
 type Options struct {
 	EtcdArgs      []string // e.g. --quota-backend-bytes for a cluster of thousands of Pods
 	APIServerArgs []string // e.g. --audit-policy-file and --audit-log-path; kept across RestartAPIServer
+	// ReadyTimeout bounds the wait for the API server's /readyz at each start; 0: 60 s. Over
+	// tens of thousands of Pods its informers take longer to sync than that on 2 cores.
+	ReadyTimeout time.Duration
 }
 
 // APIServerMetrics returns kube-apiserver's /metrics page, read as the admin.

@@ -14,9 +14,12 @@ import (
 const startupTimeout = 60 * time.Second
 
 // waitHTTP polls url until it answers 200 with a body containing okBody, p
-// exits, or the timeout passes.
-func waitHTTP(ctx context.Context, p *process, url, token, okBody string) error {
-	ctx, cancel := context.WithTimeout(ctx, startupTimeout)
+// exits, or timeout passes (startupTimeout when 0).
+func waitHTTP(ctx context.Context, p *process, url, token, okBody string, timeout time.Duration) error {
+	if timeout == 0 {
+		timeout = startupTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	client := &http.Client{
 		Timeout:   2 * time.Second,

@@ -50,6 +50,7 @@ func ControlPlaneOptions(dir, auditLog string) (cluster.Options, error) {
 			"--audit-log-maxsize=1000000", // MB: never rotated, so offsets into it stay good across restarts
 			"--audit-log-maxbackup=0",
 		},
+		ReadyTimeout: 10 * time.Minute,
 	}, nil
 }
 
