@@ -6,11 +6,13 @@
 // test/e2e/benchscale (make bench-scale) runs it at the full size; the e2e suite can run it at
 // a tenth and compare the configurations:
 //
-//	cp, audit, err := scale.StartControlPlane(ctx, binDir, dir)
-//	timings, err := scale.Create(ctx, scale.Client(cp), scale.Tenth, scale.DefaultWorkers, t.Logf)
-//	env := scale.Env{CP: cp, CoreDNS: bin, Dir: dir, IP: "127.53.40.1", AuditLog: audit, Logf: t.Logf}
+//	cp, audit, err := scale.StartControlPlane(ctx, binDir, dir) // etcd quota, audit log
+//	cs, err := scale.Client(cp)
+//	timings, err := scale.Create(ctx, cs, scale.Tenth, scale.DefaultWorkers, t.Logf)
+//	env := scale.Env{CP: cp, Client: cs, CoreDNS: bin, Dir: dir, IP: "127.53.40.1", AuditLog: audit, Logf: t.Logf}
 //	alone, err := scale.Measure(ctx, env, scale.KubernetesAlone)
 //	guard, err := scale.Measure(ctx, env, scale.NSGuard)
+//	if guard.Peak() > alone.Peak()*125/100 { t.Errorf(...) }
 package scale
 
 import (
