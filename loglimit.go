@@ -7,8 +7,9 @@ import (
 )
 
 // maxRemembered bounds the memory of who was logged, whatever log_limit and log_interval
-// say: at most this many keys, under 1 MB. Past it the memory starts afresh, which can only
-// repeat a line, never lose a count.
+// say: at most this many keys, under 1 MB. Past it the memory starts afresh: that can repeat
+// a line, and the repeats the forgotten keys held go to the next line's suppressed count, so
+// none is lost.
 const maxRemembered = 10000
 
 // logLimiter keeps nsguard's log bounded under any load: one line per (client, question)
@@ -23,7 +24,7 @@ type logLimiter struct {
 	logged     map[uint64]seen // hash of the key → when it was last logged
 	second     int64           // the Unix second lines are being counted in
 	lines      int             // lines logged in that second
-	suppressed uint64          // lines of new keys held back since the last line logged
+	suppressed uint64          // lines held back for no remembered key since the last line logged
 }
 
 // seen is a key's last line, and the repeats held back since.
@@ -33,9 +34,9 @@ type seen struct {
 }
 
 // heldBack is what a line reports of the lines held back before it. Each held-back line is
-// in one of the two: a client and question logged before keeps its own count.
+// in one of the two: a client and question remembered keeps its own count.
 type heldBack struct {
-	suppressed uint64 // of clients and questions not logged before, since the line before
+	suppressed uint64 // of clients and questions not remembered, since the line before
 	repeats    uint64 // of the same client and question, since its own last line
 }
 
@@ -76,7 +77,7 @@ func (l *logLimiter) allow(key []byte) (ok bool, held heldBack, reason string) {
 	if known {
 		held.repeats = last.repeats
 	} else if len(l.logged) >= maxRemembered {
-		clear(l.logged)
+		l.forgetAll()
 	}
 	l.logged[h] = seen{at: now}
 	held.suppressed, l.suppressed = l.suppressed, 0
@@ -91,4 +92,13 @@ func (l *logLimiter) forget(now time.Time) {
 			delete(l.logged, k)
 		}
 	}
+}
+
+// forgetAll starts the memory afresh. The repeats it held are told as suppressed by the line
+// about to be logged: no answer may drop out of every line's count.
+func (l *logLimiter) forgetAll() {
+	for _, s := range l.logged {
+		l.suppressed += s.repeats
+	}
+	clear(l.logged)
 }

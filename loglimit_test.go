@@ -81,3 +81,52 @@ func liveHeap() int64 {
 	runtime.ReadMemStats(&m)
 	return int64(m.HeapAlloc)
 }
+
+// No answer drops out of the counts when the limiter forgets: a client logged once, with 5
+// repeats held, then 10,000 other keys at 10 a second. At the default interval the others
+// are forgotten as they age; with a long one the memory fills and starts afresh, and the 5
+// repeats are told as suppressed by the line that made room. Either way the lines count
+// every answer.
+func TestLogLimiterForgetsNoCount(t *testing.T) {
+	tests := []struct {
+		interval time.Duration
+		next     heldBack // on the client's next line
+	}{
+		{time.Minute, heldBack{repeats: 5}},
+		{time.Hour, heldBack{}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.interval.String(), func(t *testing.T) {
+			l := newLogLimiter(tc.interval, 10)
+			now := time.Unix(1_700_000_000, 0)
+			l.now = func() time.Time { return now }
+			var answers, counted uint64
+			allow := func(key []byte) (bool, heldBack) {
+				answers++
+				ok, held, _ := l.allow(key)
+				if ok {
+					counted += 1 + held.repeats + held.suppressed
+				}
+				return ok, held
+			}
+			for range 6 {
+				allow([]byte("client"))
+			}
+			key := make([]byte, 8)
+			for i := range maxRemembered {
+				if i%10 == 0 {
+					now = now.Add(time.Second)
+				}
+				binary.BigEndian.PutUint64(key, uint64(i))
+				allow(key)
+			}
+			now = now.Add(tc.interval)
+			if ok, held := allow([]byte("client")); !ok || held != tc.next {
+				t.Errorf("the client's next line: %v %+v, want %+v", ok, held, tc.next)
+			}
+			if counted != answers {
+				t.Errorf("the lines count %d answers of %d", counted, answers)
+			}
+		})
+	}
+}
