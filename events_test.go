@@ -39,7 +39,7 @@ func withEvents(t *testing.T, mode Mode, interval time.Duration) (*NSGuard, *fak
 	t.Cleanup(func() { w.stop() })
 	g := New(testConfig([]string{"cluster.local."}, mode, dns.RcodeNameError))
 	g.view = v
-	g.events = newEventer(g, cs, interval)
+	g.events = newEventer(viewEvents{v}, cs, interval, g.apexFix)
 	if err := g.events.start(); err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func TestEventQueueFull(t *testing.T) {
 	g := New(testConfig([]string{"cluster.local."}, ModeLog, dns.RcodeNameError))
 	g.view = newView()
 	g.view.synced.Store(true)
-	g.events = newEventer(g, cs, time.Hour) // not started: nothing takes from the queue
+	g.events = newEventer(viewEvents{g.view}, cs, time.Hour, g.apexFix) // not started: nothing takes from the queue
 	d := decision{kind: apexKind, name: clusterdns.Name{Shape: clusterdns.NamespaceApex, Zone: "cluster.local.", Namespace: "my-app"}, pod: "new-namespace-1/client", action: actionLogged}
 	r := query("my-app.svc.cluster.local.", dns.TypeA, noEDNS)
 	drops := testutil.ToFloat64(eventsDropped.WithLabelValues("", dropQueueFull))

@@ -99,7 +99,7 @@ func setup(c *caddy.Controller) error {
 		g.view = v
 		g.watcher = &watcher{client: client, view: v, clients: cfg.clients, uids: cfg.events > 0}
 		if cfg.events > 0 {
-			g.events = newEventer(g, client, cfg.events)
+			g.events = newEventer(viewEvents{v}, client, cfg.events, g.apexFix)
 		}
 		c.OnStartup(func() error {
 			v.servers = serverAddrs(conf)
