@@ -27,7 +27,7 @@ func withEvents(t *testing.T, mode Mode, interval time.Duration) (*NSGuard, *fak
 	v, cs := startView(t, true, fixture.Incident()...)
 	g := New(testConfig([]string{"cluster.local."}, mode, dns.RcodeNameError))
 	g.view = v
-	g.events = newEventer(g, cs, interval)
+	g.events = newEventer(v, cs, interval, g.apexFix)
 	if err := g.events.start(); err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +98,7 @@ func TestEventQueueFull(t *testing.T) {
 	g := New(testConfig([]string{"cluster.local."}, ModeLog, dns.RcodeNameError))
 	v, _ := startView(t, true, fixture.Incident()...)
 	g.view = v
-	g.events = newEventer(g, cs, time.Hour) // not started: nothing takes from the queue
+	g.events = newEventer(v, cs, time.Hour, g.apexFix) // not started: nothing takes from the queue
 	d := decision{kind: apexKind, name: clusterdns.Name{Shape: clusterdns.NamespaceApex, Zone: "cluster.local.", Namespace: "my-app"}, pod: "new-namespace-1/client", action: actionLogged}
 	r := query("my-app.svc.cluster.local.", dns.TypeA, noEDNS)
 	drops := testutil.ToFloat64(eventsDropped.WithLabelValues("", dropQueueFull))

@@ -92,7 +92,7 @@ func FuzzServeDNSWithView(f *testing.F) {
 		}
 		g := New(cfg)
 		g.view = v
-		g.events = newEventer(g, cs, time.Minute)
+		g.events = newEventer(v, cs, time.Minute, g.apexFix)
 		if err := g.events.start(); err != nil {
 			f.Fatal(err)
 		}

@@ -58,7 +58,7 @@ var (
 		Namespace: plugin.Namespace,
 		Subsystem: pluginName,
 		Name:      "events_dropped_total",
-		Help:      "Counter of Kubernetes Events not sent, by reason: queue_full (the queue to the API server was full), unreachable (the API server was out of reach) or pod_gone (the client Pod was deleted).",
+		Help:      "Counter of Kubernetes Events not recorded, by reason: queue_full (more were waiting for the write rate than the queue holds), stopped (still waiting at a reload or stop), pod_gone (the client Pod was deleted), unreachable (the API server was out of reach), timeout (a write took too long), forbidden (401 or 403: no permission to write Events), rejected (another 4xx: the API server refused the Event) or server_error (a 5xx).",
 	}, []string{"server", "reason"})
 
 	// viewSynced is 1 once the cluster view has synced.
@@ -93,8 +93,13 @@ const (
 	skipNotSynced = "not_synced"
 
 	dropQueueFull   = "queue_full"
-	dropUnreachable = "unreachable"
+	dropStopped     = "stopped"
 	dropPodGone     = "pod_gone"
+	dropUnreachable = "unreachable"
+	dropTimeout     = "timeout"
+	dropForbidden   = "forbidden"
+	dropRejected    = "rejected"
+	dropServerError = "server_error"
 
 	clientUnknown = "unknown" // no view, or an address no single live Pod holds
 	clientOther   = "other"   // past maxClientNamespaces

@@ -1,10 +1,12 @@
 package nsguard
 
 import (
+	"context"
 	"github.com/coredns/coredns/core/dnsserver"
 	"github.com/coredns/coredns/plugin"
 	"github.com/coredns/coredns/plugin/kubernetes"
 	k8s "k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
 
 	"github.com/nsguard/nsguard/clusterview"
 )
@@ -13,13 +15,14 @@ import (
 // the kubernetes plugin's InitKubeCache does.
 func (g *NSGuard) initView(conf *dnsserver.Config, cfg config, client k8s.Interface) (onStart, onShut func() error) {
 	gauges := &viewGauges{}
+	logger := klog.FromContext(withPluginLogger(context.Background()))
 	v := clusterview.New(clusterview.Config{
 		Client: client, Clients: cfg.clients, UIDs: cfg.events > 0,
-		OnSynced: gauges.synced, OnStale: gauges.stale,
+		OnSynced: gauges.synced, OnStale: gauges.stale, Logger: &logger,
 	})
 	g.view = v
 	if cfg.events > 0 {
-		g.events = newEventer(g, client, cfg.events)
+		g.events = newEventer(v, client, cfg.events, g.apexFix)
 	}
 	var run *clusterview.Run
 	onStart = func() error {

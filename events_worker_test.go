@@ -1,0 +1,335 @@
+package nsguard
+
+import (
+	"context"
+	"errors"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"net"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/util/flowcontrol"
+
+	"github.com/nsguard/nsguard/clusterdns"
+)
+
+// fakeEventView is a cluster view of Pods that all exist, unless gone.
+type fakeEventView struct {
+	mu    sync.Mutex
+	stale bool
+	gone  bool
+}
+
+func (v *fakeEventView) Stale() bool { v.mu.Lock(); defer v.mu.Unlock(); return v.stale }
+func (v *fakeEventView) PodUID(pod string) (string, bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return "uid-" + pod, !v.gone
+}
+
+// testEventer is an eventer over cs that writes as fast as it is given, unless the test
+// sets its limit before starting it.
+func testEventer(t *testing.T, cs *fake.Clientset, v eventView, interval time.Duration) *eventer {
+	t.Helper()
+	e := newEventer(v, cs, interval, func(d decision) clusterdns.ApexFix {
+		return clusterdns.ApexFix{Name: d.name.Namespace, Zone: d.name.Zone}
+	})
+	e.limit = flowcontrol.NewFakeAlwaysRateLimiter()
+	t.Cleanup(func() { e.stop() })
+	return e
+}
+
+// apexDecision is client Pod pod asking for the apex of namespace ns.
+func apexDecision(pod, ns string) decision {
+	return decision{kind: apexKind, name: clusterdns.Name{Shape: clusterdns.NamespaceApex, Zone: "cluster.local.", Namespace: ns},
+		pod: pod, action: actionLogged, answer: answerNoData}
+}
+
+func shadowDecision(pod, endpoint, service, ns string) decision {
+	return decision{kind: shadowKind, name: clusterdns.Name{Shape: clusterdns.EndpointName, Zone: "cluster.local.",
+		Endpoint: endpoint, Service: service, Namespace: ns}, pod: pod, action: actionLogged, answer: answerRecords}
+}
+
+func offerApex(e *eventer, server, pod, ns string) {
+	e.offer(server, query(ns+".svc.cluster.local.", dns.TypeA, noEDNS), apexDecision(pod, ns))
+}
+
+func drops(server, reason string) float64 {
+	return testutil.ToFloat64(eventsDropped.WithLabelValues(server, reason))
+}
+
+// created counts the Events the fake API server was asked to create.
+func created(cs *fake.Clientset) int {
+	n := 0
+	for _, a := range cs.Actions() {
+		if a.Matches("create", "events") {
+			n++
+		}
+	}
+	return n
+}
+
+// Every Event not recorded is counted, by why.
+func TestEventDropReasons(t *testing.T) {
+	events := schema.GroupResource{Group: "events.k8s.io", Resource: "events"}
+	tests := []struct {
+		name   string
+		err    error // of the API server's answer to the write
+		stale  bool
+		gone   bool
+		reason string
+	}{
+		{name: "forbidden", err: apierrors.NewForbidden(events, "", errors.New("RBAC: access denied")), reason: dropForbidden},
+		{name: "unauthorized", err: apierrors.NewUnauthorized("token expired"), reason: dropForbidden},
+		{name: "invalid", err: apierrors.NewInvalid(schema.GroupKind{Group: "events.k8s.io", Kind: "Event"}, "x",
+			field.ErrorList{field.TooLong(field.NewPath("action"), "", maxAction)}), reason: dropRejected},
+		{name: "bad request", err: apierrors.NewBadRequest("no"), reason: dropRejected},
+		{name: "namespace terminating", err: apierrors.NewConflict(events, "x", errors.New("terminating")), reason: dropRejected},
+		{name: "too many requests", err: apierrors.NewTooManyRequests("slow down", 1), reason: dropRejected},
+		{name: "timeout", err: apierrors.NewTimeoutError("slow", 1), reason: dropTimeout},
+		{name: "server timeout", err: apierrors.NewServerTimeout(events, "create", 1), reason: dropTimeout},
+		{name: "deadline", err: context.DeadlineExceeded, reason: dropTimeout},
+		{name: "internal", err: apierrors.NewInternalError(errors.New("etcd")), reason: dropServerError},
+		{name: "unavailable", err: apierrors.NewServiceUnavailable("starting"), reason: dropServerError},
+		{name: "refused", err: &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}, reason: dropUnreachable},
+		{name: "view stale", stale: true, reason: dropUnreachable},
+		{name: "pod gone", gone: true, reason: dropPodGone},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cs := fake.NewClientset()
+			if tc.err != nil {
+				cs.PrependReactor("create", "events", func(k8stesting.Action) (bool, k8sruntime.Object, error) { return true, nil, tc.err })
+			}
+			e := testEventer(t, cs, &fakeEventView{stale: tc.stale, gone: tc.gone}, time.Hour)
+			if err := e.start(); err != nil {
+				t.Fatal(err)
+			}
+			server := t.Name()
+			offerApex(e, server, "team/client", "my-app")
+			eventually(t, func() bool { return drops(server, tc.reason) == 1 })
+			e.stop()
+			for _, r := range []string{dropQueueFull, dropStopped, dropPodGone, dropUnreachable, dropTimeout, dropForbidden, dropRejected, dropServerError} {
+				if want := map[bool]float64{true: 1}[r == tc.reason]; drops(server, r) != want {
+					t.Errorf("%s: %v drops, want %v", r, drops(server, r), want)
+				}
+			}
+		})
+	}
+}
+
+// validEvent is what the API server checks of an events.k8s.io/v1 Event on create.
+func validEvent(ev *eventsv1.Event) []string {
+	var errs []string
+	check := func(field string, ok bool) {
+		if !ok {
+			errs = append(errs, field)
+		}
+	}
+	check("metadata.name", len(validation.IsDNS1123Subdomain(ev.Name)) == 0)
+	check("metadata.namespace", len(validation.IsDNS1123Subdomain(ev.Namespace)) == 0)
+	check("eventTime", !ev.EventTime.IsZero())
+	check("type", ev.Type == "Warning" || ev.Type == "Normal")
+	check("regarding.namespace", ev.Regarding.Namespace == ev.Namespace)
+	check("reportingController", len(validation.IsQualifiedName(ev.ReportingController)) == 0)
+	check("reportingInstance", ev.ReportingInstance != "" && len(ev.ReportingInstance) <= 128)
+	check("action", ev.Action != "" && len(ev.Action) <= 128)
+	check("reason", ev.Reason != "" && len(ev.Reason) <= 128)
+	check("note", len(ev.Note) <= 1024)
+	check("series", ev.Series == nil)
+	check("deprecated fields", ev.DeprecatedCount == 0 && ev.DeprecatedSource.Component == "" && ev.DeprecatedFirstTimestamp.IsZero())
+	return errs
+}
+
+// Every field is within what the API server accepts, for the longest names there are.
+func TestEventFieldsWithinLimits(t *testing.T) {
+	a63, b63, b60 := strings.Repeat("a", 63), strings.Repeat("b", 63), strings.Repeat("b", 60)
+	long := strings.Repeat("p", 200) + "." + strings.Repeat("q", 52) // a Pod name of 253
+	tests := []struct {
+		name   string
+		d      decision
+		qname  string
+		action string // "" for any action within the limit
+	}{
+		{"issue's shadow", shadowDecision("new-namespace-1/client", a63, b60, "new-namespace-1"),
+			a63 + "." + b60 + ".new-namespace-1.svc.cluster.local.", ""},
+		{"longest shadow", shadowDecision("new-namespace-1/client", a63, b63, "new-namespace-1"),
+			a63 + "." + b63 + ".new-namespace-1.svc.cluster.local.", ""},
+		{"short shadow", shadowDecision("new-namespace-1/client", "primary", "db", "new-namespace-1"),
+			"primary.db.new-namespace-1.svc.cluster.local.", "Resolve primary.db"},
+		{"longest Pod name", apexDecision(b63+"/"+long, a63), a63 + ".svc.cluster.local.", "Resolve " + a63},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cs := fake.NewClientset()
+			cs.PrependReactor("create", "events", func(a k8stesting.Action) (bool, k8sruntime.Object, error) {
+				if errs := validEvent(a.(k8stesting.CreateAction).GetObject().(*eventsv1.Event)); len(errs) > 0 {
+					return true, nil, apierrors.NewBadRequest("invalid: " + strings.Join(errs, ", "))
+				}
+				return false, nil, nil
+			})
+			e := testEventer(t, cs, &fakeEventView{}, time.Hour)
+			e.instance = clip(pluginName+"-"+strings.Repeat("h", 200), maxInstance)
+			if err := e.start(); err != nil {
+				t.Fatal(err)
+			}
+			e.offer(t.Name(), query(tc.qname, dns.TypeA, noEDNS), tc.d)
+			ns, _, _ := strings.Cut(tc.d.pod, "/")
+			var list *eventsv1.EventList
+			eventually(t, func() bool {
+				list, _ = cs.EventsV1().Events(ns).List(context.Background(), metav1.ListOptions{})
+				return len(list.Items) == 1 || drops(t.Name(), dropRejected) > 0
+			})
+			if drops(t.Name(), dropRejected) > 0 {
+				t.Fatalf("the Event was refused: %v", cs.Actions())
+			}
+			ev := list.Items[0]
+			if tc.action != "" && ev.Action != tc.action {
+				t.Errorf("action %q, want %q", ev.Action, tc.action)
+			}
+			if !strings.HasPrefix(ev.Action, "Resolve "+tc.d.name.Endpoint) {
+				t.Errorf("action %q does not say what was typed", ev.Action)
+			}
+			t.Logf("action (%d): %s", len(ev.Action), ev.Action)
+		})
+	}
+	// A shortened action is the same for the same name, and tells two long names apart.
+	x, y := eventAction(a63+"."+b63), eventAction(a63+"."+strings.Repeat("b", 62)+"c")
+	if x != eventAction(a63+"."+b63) || x == y || len(x) != maxAction || len(y) != maxAction {
+		t.Errorf("shortened actions %q and %q", x, y)
+	}
+	if got := clip("ééé", 5); got != "éé" {
+		t.Errorf("clip cuts a character in two: %q", got)
+	}
+}
+
+// Events reach the API server at eventRate after a burst of eventBurst, whatever comes in.
+func TestEventRate(t *testing.T) {
+	cs := fake.NewClientset()
+	e := testEventer(t, cs, &fakeEventView{}, time.Hour)
+	e.limit = flowcontrol.NewTokenBucketRateLimiter(eventRate, eventBurst)
+	if err := e.start(); err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	const extra = 3
+	for i := range eventBurst + extra {
+		offerApex(e, t.Name(), "team/client", "ns-"+strconv.Itoa(i))
+	}
+	time.Sleep(300 * time.Millisecond)
+	if n := created(cs); n != eventBurst {
+		t.Errorf("%d Events in the first 300ms, want the burst of %d", n, eventBurst)
+	}
+	eventually(t, func() bool { return created(cs) == eventBurst+extra })
+	want := time.Duration(extra) * time.Second / eventRate
+	if took := time.Since(began); took < want-100*time.Millisecond {
+		t.Errorf("%d Events past the burst took %v, want about %v at %d a second", extra, took, want, eventRate)
+	}
+}
+
+// blocked is a write rate that never lets a write go: Events wait until stop.
+type blocked struct{}
+
+func (blocked) Wait(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }
+
+// What waits is bounded: one Event at the worker and eventQueue in the queue, however many
+// come, with no goroutine of their own. Past it they are counted as queue_full, and what
+// waits at a stop or reload is counted as stopped, as is what comes after.
+func TestEventWaitingBound(t *testing.T) {
+	cs := fake.NewClientset()
+	e := testEventer(t, cs, &fakeEventView{}, time.Hour)
+	e.limit = blocked{}
+	if err := e.start(); err != nil {
+		t.Fatal(err)
+	}
+	server := t.Name()
+	offerApex(e, server, "team/client", "first")
+	eventually(t, func() bool { return len(e.queue) == 0 }) // the worker holds it
+	goroutines := runtime.NumGoroutine()
+	const flood = 2000
+	for i := range flood {
+		offerApex(e, server, "team/client", "ns-"+strconv.Itoa(i))
+	}
+	if n := runtime.NumGoroutine(); n > goroutines {
+		t.Errorf("goroutines grew from %d to %d", goroutines, n)
+	}
+	if len(e.queue) != eventQueue || drops(server, dropQueueFull) != flood-eventQueue {
+		t.Errorf("%d waiting and %v queue_full, want %d and %d", len(e.queue), drops(server, dropQueueFull), eventQueue, flood-eventQueue)
+	}
+	e.stop()
+	offerApex(e, server, "team/client", "late")
+	if got, want := drops(server, dropStopped), float64(1+eventQueue+1); got != want {
+		t.Errorf("%v stopped, want %v: the one at the worker, the queue and the one after", got, want)
+	}
+	if created(cs) != 0 {
+		t.Errorf("%d Events written past a rate that lets none go", created(cs))
+	}
+}
+
+// Offers racing a stop are each counted once: queued and then stopped, or stopped.
+func TestEventStopRace(t *testing.T) {
+	e := testEventer(t, fake.NewClientset(), &fakeEventView{}, time.Hour)
+	e.limit = blocked{}
+	if err := e.start(); err != nil {
+		t.Fatal(err)
+	}
+	server := t.Name()
+	var wg sync.WaitGroup
+	const offers = 4000
+	for w := range 4 {
+		wg.Go(func() {
+			for i := range offers / 4 {
+				offerApex(e, server, "team/client", "ns-"+strconv.Itoa(w)+"-"+strconv.Itoa(i))
+			}
+		})
+	}
+	time.Sleep(time.Millisecond)
+	e.stop()
+	wg.Wait()
+	if got := drops(server, dropStopped) + drops(server, dropQueueFull); got != offers {
+		t.Errorf("%v of %d offers counted", got, offers)
+	}
+}
+
+// A Pod and name seen again after the interval add to one Event's series; an Event the API
+// server no longer has is made again.
+func TestEventSeries(t *testing.T) {
+	cs := fake.NewClientset()
+	e := testEventer(t, cs, &fakeEventView{}, time.Millisecond)
+	if err := e.start(); err != nil {
+		t.Fatal(err)
+	}
+	list := func() []eventsv1.Event {
+		l, _ := cs.EventsV1().Events("team").List(context.Background(), metav1.ListOptions{})
+		return l.Items
+	}
+	for _, want := range []int32{0, 2, 3} {
+		time.Sleep(5 * time.Millisecond)
+		offerApex(e, t.Name(), "team/client", "my-app")
+		eventually(t, func() bool {
+			l := list()
+			return len(l) == 1 && (want == 0 && l[0].Series == nil || l[0].Series != nil && l[0].Series.Count == want)
+		})
+	}
+	if err := cs.EventsV1().Events("team").Delete(context.Background(), list()[0].Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(5 * time.Millisecond)
+	offerApex(e, t.Name(), "team/client", "my-app")
+	eventually(t, func() bool { l := list(); return len(l) == 1 && l[0].Series == nil })
+}
