@@ -174,8 +174,8 @@ func run() error {
 	say("%s", scale.Table(results))
 	say("Relist after the API server restart (the new watch cache refuses the old resource version):")
 	for _, r := range results {
-		say("- %s: watch of namespaces from resourceVersion %s answered %q; LISTs and streaming lists after the restart: %v; watches resumed from a resource version: %v; missing: %s",
-			r.Config, r.Relist.OldRV, r.Relist.Refused, r.Relist.Requests, r.Relist.Resumed, orNone(r.Relist.Missing))
+		say("- %s: watch of namespaces from resourceVersion %s answered %q; LISTs and streaming lists after the restart: %v; watches resumed from a resource version: %v; probes (LISTs of a few): %v; missing: %s",
+			r.Config, r.Relist.OldRV, r.Relist.Refused, r.Relist.Requests, r.Relist.Resumed, r.Relist.Probes, orNone(r.Relist.Missing))
 		for _, l := range r.Relist.Sequence {
 			say("  - %s", l)
 		}

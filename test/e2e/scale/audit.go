@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -98,7 +99,17 @@ func (r Request) ResourceVersion() string { return r.query().Get("resourceVersio
 // (its first page), or a WATCH with sendInitialEvents. After an API server restart, it is
 // what a relist looks like; a watch that resumes from its resource version is not.
 func (r Request) FullState() bool {
-	return (r.Verb == "list" && r.query().Get("continue") == "") || r.SendsInitialEvents()
+	return (r.Verb == "list" && r.query().Get("continue") == "" && !r.Probe()) || r.SendsInitialEvents()
+}
+
+// Probe reports a LIST of a few objects (limit below 100), such as a liveness check of the
+// API server: not a relist, which lists everything or pages of 500.
+func (r Request) Probe() bool {
+	if r.Verb != "list" {
+		return false
+	}
+	n, err := strconv.Atoi(r.query().Get("limit"))
+	return err == nil && n > 0 && n < 100
 }
 
 func (r Request) query() url.Values {
@@ -248,6 +259,17 @@ func OpenWatches(reqs []Request) Counts {
 	c := Counts{}
 	for _, r := range reqs {
 		if r.Verb == "watch" && r.Started && !r.Completed {
+			c[Key{r.Agent, r.Resource}]++
+		}
+	}
+	return c
+}
+
+// Probes counts the LISTs of a few objects among reqs.
+func Probes(reqs []Request) Counts {
+	c := Counts{}
+	for _, r := range reqs {
+		if r.Probe() {
 			c[Key{r.Agent, r.Resource}]++
 		}
 	}

@@ -95,9 +95,11 @@ type Relist struct {
 	OldRV    string
 	Requests Counts   // LISTs and streaming lists after the restart, by agent and resource
 	Resumed  Counts   // watches after the restart that resumed from a resource version
+	Probes   Counts   // LISTs of a few objects after the restart (an API server liveness check)
 	Missing  []string // agent and resource that watched before and sent no full-state request after
 	// Sequence is, for each agent and resource CoreDNS watched, its requests after the
-	// restart: a watch resumed from the old resource version and ended at once (the 410 comes
+	// restart, with their response codes: watches refused with 429 while the new caches fill,
+	// a watch resumed from the old resource version that ends at once with 200 (the 410 comes
 	// inside the watch stream), then a LIST or streaming list.
 	Sequence []string
 	Log      []string // CoreDNS's log lines about watches, lists or resource versions
@@ -255,6 +257,7 @@ func Measure(ctx context.Context, env Env, cfg Config) (res Result, err error) {
 			return res, err
 		}
 		res.Relist.Requests = onlyCoreDNS(FullStates(reqs))
+		res.Relist.Probes = onlyCoreDNS(Probes(reqs))
 		res.Relist.Resumed = Counts{}
 		for _, r := range reqs {
 			if r.Verb == "watch" && !r.SendsInitialEvents() && r.ResourceVersion() != "" && r.ResourceVersion() != "0" && isCoreDNS(r.Agent) {
@@ -523,13 +526,14 @@ func sequences(reqs []Request, watched Counts) []string {
 		default:
 			what = "watch rv=" + r.ResourceVersion()
 		}
+		if r.Probe() {
+			what = "LIST limit=" + r.query().Get("limit") + " (a probe)"
+		}
 		switch {
-		case r.Completed && r.Verb == "watch":
-			what += fmt.Sprintf(" ended after %v", r.End.Sub(r.Start).Round(time.Millisecond))
 		case r.Completed:
-			what += fmt.Sprintf(" (HTTP %d, %v)", r.Code, r.End.Sub(r.Start).Round(time.Millisecond))
+			what += fmt.Sprintf(": %d after %v", r.Code, r.End.Sub(r.Start).Round(time.Millisecond))
 		default:
-			what += " open"
+			what += ": open"
 		}
 		by[k] = append(by[k], what)
 	}

@@ -79,6 +79,7 @@ func TestAuditLog(t *testing.T) {
 		`{"auditID":"c","stage":"ResponseStarted","verb":"watch","userAgent":"coredns-nsguard","objectRef":{"resource":"pods"},"requestURI":"/api/v1/pods?watch=true&resourceVersion=7","stageTimestamp":"2026-01-01T00:00:01Z"}`,
 		`{"auditID":"d","stage":"ResponseComplete","verb":"list","userAgent":"` + UserAgent + `","objectRef":{"resource":"pods"},"requestURI":"/api/v1/pods"}`,
 		`{"auditID":"e","stage":"ResponseComplete","verb":"list","userAgent":"coredns-nsguard","objectRef":{"resource":"pods"},"requestURI":"/api/v1/pods?limit=500&continue=xyz"}`,
+		`{"auditID":"f","stage":"ResponseComplete","verb":"list","userAgent":"coredns-nsguard","objectRef":{"resource":"services"},"requestURI":"/api/v1/services?limit=1"}`,
 	}
 	path := filepath.Join(t.TempDir(), "audit.log")
 	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
@@ -88,8 +89,11 @@ func TestAuditLog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(reqs) != 4 {
-		t.Fatalf("%d requests, want 4 (this package's own left out): %+v", len(reqs), reqs)
+	if got := Probes(reqs).String(); got != "coredns-nsguard: services 1" {
+		t.Errorf("probes: %s", got)
+	}
+	if len(reqs) != 5 {
+		t.Fatalf("%d requests, want 5 (this package's own left out): %+v", len(reqs), reqs)
 	}
 	if got := OpenWatches(reqs).String(); got != "coredns: services 1; coredns-nsguard: pods 1" {
 		t.Errorf("open watches: %s", got)
@@ -98,7 +102,7 @@ func TestAuditLog(t *testing.T) {
 		t.Errorf("full-state requests: %s", got)
 	}
 	seq := sequences(reqs, Counts{{"coredns", "services"}: 1})
-	if len(seq) != 1 || seq[0] != "coredns services: watch rv=5 ended after 4ms → streaming list (watch, sendInitialEvents) rv=5 open" {
+	if len(seq) != 1 || seq[0] != "coredns services: watch rv=5: 200 after 4ms → streaming list (watch, sendInitialEvents) rv=5: open" {
 		t.Errorf("sequence: %q", seq)
 	}
 }

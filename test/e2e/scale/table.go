@@ -62,6 +62,7 @@ func Raw(results []Result) string {
 		p("relist_refused", r.Relist.Refused)
 		p("relist_full_state_requests", r.Relist.Requests)
 		p("relist_resumed_watches", r.Relist.Resumed)
+		p("relist_probes", r.Relist.Probes)
 		p("relist_missing", strings.Join(r.Relist.Missing, ", "))
 		for _, l := range r.Relist.Sequence {
 			p("relist_sequence", l)
