@@ -283,6 +283,8 @@ func dropReason(err error) string {
 	case errors.Is(err, context.DeadlineExceeded), apierrors.IsTimeout(err), apierrors.IsServerTimeout(err),
 		errors.As(err, &ne) && ne.Timeout():
 		return dropTimeout
+	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause): // a 403, but no permission is missing
+		return dropRejected
 	case apierrors.IsForbidden(err), apierrors.IsUnauthorized(err):
 		return dropForbidden
 	case errors.As(err, &status) && status.Status().Code >= 500:

@@ -15,6 +15,7 @@ import (
 
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -99,7 +100,8 @@ func TestEventDropReasons(t *testing.T) {
 		{name: "invalid", err: apierrors.NewInvalid(schema.GroupKind{Group: "events.k8s.io", Kind: "Event"}, "x",
 			field.ErrorList{field.TooLong(field.NewPath("action"), "", maxAction)}), reason: dropRejected},
 		{name: "bad request", err: apierrors.NewBadRequest("no"), reason: dropRejected},
-		{name: "namespace terminating", err: apierrors.NewConflict(events, "x", errors.New("terminating")), reason: dropRejected},
+		{name: "namespace terminating", err: terminating(), reason: dropRejected},
+		{name: "conflict", err: apierrors.NewConflict(events, "x", errors.New("exists")), reason: dropRejected},
 		{name: "too many requests", err: apierrors.NewTooManyRequests("slow down", 1), reason: dropRejected},
 		{name: "timeout", err: apierrors.NewTimeoutError("slow", 1), reason: dropTimeout},
 		{name: "server timeout", err: apierrors.NewServerTimeout(events, "create", 1), reason: dropTimeout},
@@ -131,6 +133,14 @@ func TestEventDropReasons(t *testing.T) {
 			}
 		})
 	}
+}
+
+// terminating is the API server's answer to a create in a namespace being deleted: a 403.
+func terminating() error {
+	err := apierrors.NewForbidden(schema.GroupResource{Group: "events.k8s.io", Resource: "events"}, "x",
+		errors.New("unable to create new content in namespace team because it is being terminated"))
+	err.ErrStatus.Details.Causes = append(err.ErrStatus.Details.Causes, metav1.StatusCause{Type: corev1.NamespaceTerminatingCause})
+	return err
 }
 
 // validEvent is what the API server checks of an events.k8s.io/v1 Event on create.
