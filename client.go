@@ -21,15 +21,6 @@ func remoteIP(w dns.ResponseWriter) netip.Addr {
 	return addr.Unmap()
 }
 
-// clientPod is "namespace/name" of the Pod that sent the query from ip, or "" when the view
-// does not know the address or more than one live Pod holds it. It does not allocate.
-func (g *NSGuard) clientPod(ip netip.Addr) string {
-	if !ip.IsValid() {
-		return ""
-	}
-	return g.view.Pod(ip)
-}
-
 // clientAllowed reports whether the client's namespace is under "allow client".
 func (g *NSGuard) clientAllowed(pod string) bool {
 	if len(g.allowClients) == 0 || pod == "" {

@@ -1,10 +1,7 @@
 package nsguard
 
 import (
-	"bytes"
 	"context"
-	"io"
-	golog "log"
 	"strings"
 	"testing"
 
@@ -88,9 +85,7 @@ func TestClusterAware(t *testing.T) {
 		{name: "srv name", mode: ModeRefuse, shadowMode: ModeRefuse, qname: "_primary._tcp.db.new-namespace-1.svc.cluster.local.", from: client, upstream: "endpoint",
 			synced: true, wantRcode: dns.RcodeSuccess},
 	}
-	var buf bytes.Buffer
-	golog.SetOutput(&buf)
-	t.Cleanup(func() { golog.SetOutput(io.Discard) })
+	buf := captureLog(t)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			buf.Reset()

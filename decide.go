@@ -88,7 +88,7 @@ func (g *NSGuard) decide(ctx context.Context, w dns.ResponseWriter, r, res *dns.
 		if g.view.Stale() {
 			staleCounters.get(metrics.WithServer(ctx)).Inc()
 		}
-		d.pod = g.clientPod(d.client)
+		d.pod = g.view.Pod(d.client) // "" for an address no single live Pod holds
 	}
 	switch {
 	case d.kind == apexKind && g.allowed(d.name.Namespace), g.clientAllowed(d.pod):

@@ -8,9 +8,8 @@ import (
 	"hash/fnv"
 	"net"
 	"os"
-	"runtime"
 	"strings"
-	"sync/atomic"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -101,10 +100,10 @@ type eventer struct {
 	instance string
 	now      func() time.Time
 
-	closed   atomic.Bool  // stopped: an offer is counted, not queued
-	offering atomic.Int64 // offers that may not have seen closed yet
-	cancel   context.CancelFunc
-	done     chan struct{}
+	mu     sync.RWMutex // offers hold it shared, so that stop knows none is half done
+	closed bool         // stopped: an offer is counted, not queued
+	cancel context.CancelFunc
+	done   chan struct{}
 
 	// The worker's own.
 	sent   map[eventKey]*eventSent
@@ -127,9 +126,9 @@ func newEventer(v eventView, client kubernetes.Interface, interval time.Duration
 
 // offer queues an Event for d, or counts it dropped when the queue is full or stopped.
 func (e *eventer) offer(server string, r *dns.Msg, d decision) {
-	e.offering.Add(1)
-	defer e.offering.Add(-1)
-	if e.closed.Load() {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	if e.closed {
 		eventDrops.get(serverLabels{server, dropStopped}).Inc()
 		return
 	}
@@ -150,13 +149,12 @@ func (e *eventer) start() error {
 // stop ends the worker, and counts what was still waiting: a reload must neither leak the
 // worker nor lose Events uncounted.
 func (e *eventer) stop() error {
-	e.closed.Store(true)
+	e.mu.Lock()
+	e.closed = true
+	e.mu.Unlock()
 	if e.cancel != nil {
 		e.cancel()
 		<-e.done
-	}
-	for e.offering.Load() > 0 { // an offer that saw closed unset is sending: let it land
-		runtime.Gosched()
 	}
 	for {
 		select {

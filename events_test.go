@@ -46,7 +46,7 @@ func ask(g *NSGuard, upstream, client, qname string) *dns.Msg {
 func podEvents(t *testing.T, cs *fake.Clientset, ns string, n int) []eventsv1.Event {
 	t.Helper()
 	var list *eventsv1.EventList
-	eventually(t, func() bool {
+	fixture.Eventually(t, func() bool {
 		var err error
 		list, err = cs.EventsV1().Events(ns).List(context.Background(), metav1.ListOptions{})
 		return err == nil && len(list.Items) >= n
@@ -131,7 +131,7 @@ func TestEventAPIServerAway(t *testing.T) {
 	if m := ask(g, "kubernetes", "10.244.1.5", "my-app.svc.cluster.local."); m.Rcode != dns.RcodeSuccess {
 		t.Errorf("the answer changed: %v", m)
 	}
-	eventually(t, func() bool { return testutil.ToFloat64(eventsDropped.WithLabelValues("", dropUnreachable))-drops == 1 })
+	fixture.Eventually(t, func() bool { return testutil.ToFloat64(eventsDropped.WithLabelValues("", dropUnreachable))-drops == 1 })
 	if list, _ := cs.EventsV1().Events("new-namespace-1").List(context.Background(), metav1.ListOptions{}); len(list.Items) != 0 {
 		t.Errorf("Events sent while the API server was away: %v", list.Items)
 	}

@@ -27,6 +27,8 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 
 	"github.com/nsguard/nsguard/clusterdns"
+
+	"github.com/nsguard/nsguard/internal/fixture"
 )
 
 // fakeEventView is a cluster view of Pods that all exist, unless gone.
@@ -124,7 +126,7 @@ func TestEventDropReasons(t *testing.T) {
 			}
 			server := t.Name()
 			offerApex(e, server, "team/client", "my-app")
-			eventually(t, func() bool { return drops(server, tc.reason) == 1 })
+			fixture.Eventually(t, func() bool { return drops(server, tc.reason) == 1 })
 			e.stop()
 			for _, r := range []string{dropQueueFull, dropStopped, dropPodGone, dropUnreachable, dropTimeout, dropForbidden, dropRejected, dropServerError} {
 				if want := map[bool]float64{true: 1}[r == tc.reason]; drops(server, r) != want {
@@ -201,7 +203,7 @@ func TestEventFieldsWithinLimits(t *testing.T) {
 			e.offer(t.Name(), query(tc.qname, dns.TypeA, noEDNS), tc.d)
 			ns, _, _ := strings.Cut(tc.d.pod, "/")
 			var list *eventsv1.EventList
-			eventually(t, func() bool {
+			fixture.Eventually(t, func() bool {
 				list, _ = cs.EventsV1().Events(ns).List(context.Background(), metav1.ListOptions{})
 				return len(list.Items) == 1 || drops(t.Name(), dropRejected) > 0
 			})
@@ -245,7 +247,7 @@ func TestEventRate(t *testing.T) {
 	if n := created(cs); n != eventBurst {
 		t.Errorf("%d Events in the first 300ms, want the burst of %d", n, eventBurst)
 	}
-	eventually(t, func() bool { return created(cs) == eventBurst+extra })
+	fixture.Eventually(t, func() bool { return created(cs) == eventBurst+extra })
 	want := time.Duration(extra) * time.Second / eventRate
 	if took := time.Since(began); took < want-100*time.Millisecond {
 		t.Errorf("%d Events past the burst took %v, want about %v at %d a second", extra, took, want, eventRate)
@@ -269,7 +271,7 @@ func TestEventWaitingBound(t *testing.T) {
 	}
 	server := t.Name()
 	offerApex(e, server, "team/client", "first")
-	eventually(t, func() bool { return len(e.queue) == 0 }) // the worker holds it
+	fixture.Eventually(t, func() bool { return len(e.queue) == 0 }) // the worker holds it
 	goroutines := runtime.NumGoroutine()
 	const flood = 2000
 	for i := range flood {
@@ -331,7 +333,7 @@ func TestEventSeries(t *testing.T) {
 	for _, want := range []int32{0, 2, 3} {
 		time.Sleep(5 * time.Millisecond)
 		offerApex(e, t.Name(), "team/client", "my-app")
-		eventually(t, func() bool {
+		fixture.Eventually(t, func() bool {
 			l := list()
 			return len(l) == 1 && (want == 0 && l[0].Series == nil || l[0].Series != nil && l[0].Series.Count == want)
 		})
@@ -341,5 +343,5 @@ func TestEventSeries(t *testing.T) {
 	}
 	time.Sleep(5 * time.Millisecond)
 	offerApex(e, t.Name(), "team/client", "my-app")
-	eventually(t, func() bool { l := list(); return len(l) == 1 && l[0].Series == nil })
+	fixture.Eventually(t, func() bool { l := list(); return len(l) == 1 && l[0].Series == nil })
 }

@@ -1,11 +1,8 @@
 package nsguard
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
-	golog "log"
 	"strings"
 	"testing"
 	"time"
@@ -277,9 +274,7 @@ func TestServeDNSBadInput(t *testing.T) {
 }
 
 func TestReportLine(t *testing.T) {
-	var buf bytes.Buffer
-	golog.SetOutput(&buf)
-	t.Cleanup(func() { golog.SetOutput(io.Discard) })
+	buf := captureLog(t)
 
 	tests := []struct {
 		name     string
@@ -324,9 +319,7 @@ func TestReportLine(t *testing.T) {
 }
 
 func TestReportBounded(t *testing.T) {
-	var buf bytes.Buffer
-	golog.SetOutput(&buf)
-	t.Cleanup(func() { golog.SetOutput(io.Discard) })
+	buf := captureLog(t)
 
 	cfg := testConfig([]string{"cluster.local."}, ModeLog, dns.RcodeNameError)
 	cfg.logLimit = 3

@@ -1,11 +1,8 @@
 package nsguard
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"io"
-	golog "log"
 	"strings"
 	"testing"
 
@@ -18,9 +15,7 @@ import (
 // client-go's contextual logs under withPluginLogger say plugin/nsguard, even with klog's
 // global logger set to another plugin's, as the kubernetes plugin sets it.
 func TestPluginLogger(t *testing.T) {
-	var buf bytes.Buffer
-	golog.SetOutput(&buf)
-	t.Cleanup(func() { golog.SetOutput(io.Discard) })
+	buf := captureLog(t)
 	var global strings.Builder
 	klog.SetLogger(funcr.New(func(prefix, args string) { global.WriteString("plugin/kubernetes: " + args + "\n") }, funcr.Options{}))
 	t.Cleanup(klog.ClearLogger)

@@ -1,10 +1,7 @@
 package nsguard
 
 import (
-	"bytes"
 	"context"
-	"io"
-	golog "log"
 	"strings"
 	"testing"
 
@@ -18,9 +15,7 @@ import (
 // TestReportLineParses: the line the plugin logs, as CoreDNS's log writes it, is what
 // nsguard offenders reads.
 func TestReportLineParses(t *testing.T) {
-	var buf bytes.Buffer
-	golog.SetOutput(&buf)
-	t.Cleanup(func() { golog.SetOutput(io.Discard) })
+	buf := captureLog(t)
 
 	tests := []struct {
 		name     string

@@ -2,9 +2,11 @@ package nsguard
 
 import (
 	"context"
+
 	"github.com/coredns/coredns/core/dnsserver"
 	"github.com/coredns/coredns/plugin"
 	"github.com/coredns/coredns/plugin/kubernetes"
+
 	k8s "k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 

@@ -1,10 +1,8 @@
 package nsguard
 
 import (
-	"net/netip"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
@@ -41,23 +39,4 @@ func emptyView(synced bool) *forcedView {
 	f := &forcedView{clusterView: clusterview.New(clusterview.Config{})}
 	f.synced.Store(synced)
 	return f
-}
-
-func addrs(ips ...string) []netip.Addr {
-	var out []netip.Addr
-	for _, ip := range ips {
-		out = append(out, netip.MustParseAddr(ip))
-	}
-	return out
-}
-
-func eventually(t *testing.T, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 5s")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }

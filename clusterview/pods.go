@@ -23,7 +23,6 @@ type podStore struct {
 
 	synced   atomic.Bool   // the first list has been stored
 	syncedCh chan struct{} // closed then
-	once     sync.Once
 }
 
 func newPodStore(uids bool) *podStore {
@@ -96,8 +95,9 @@ func (s *podStore) Replace(list []any, _ string) error {
 	s.mu.Lock()
 	s.byKey, s.byAddr, s.shared = next.byKey, next.byAddr, next.shared
 	s.mu.Unlock()
-	s.synced.Store(true)
-	s.once.Do(func() { close(s.syncedCh) })
+	if !s.synced.Swap(true) {
+		close(s.syncedCh)
+	}
 	return nil
 }
 
@@ -119,14 +119,10 @@ func (s *podStore) set(p *podObj, present bool) {
 	}
 }
 
+// add records a Pod the store does not hold: set forgot it first, and a list names each once.
 func (s *podStore) add(p *podObj) {
 	if len(p.ips) == 0 {
 		return
-	}
-	if old := s.byKey[p.key]; old != nil { // a list naming a Pod twice
-		for _, ip := range old.ips {
-			s.release(ip, old)
-		}
 	}
 	s.byKey[p.key] = p
 	for _, ip := range p.ips {

@@ -66,7 +66,7 @@ func TestViewFromInformers(t *testing.T) {
 	if err := cs.CoreV1().Services("legacy").Delete(ctx, "my-app", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, func() bool {
+	fixture.Eventually(t, func() bool {
 		where, _ := v.Homes("my-app", inClusterLocal)
 		return v.Pod(netip.MustParseAddr("10.244.1.6")) == "" && slices.Equal(where, []string{"new-namespace-2"})
 	})
@@ -248,17 +248,6 @@ func addrs(ips ...string) []netip.Addr {
 }
 
 func inClusterLocal(target string) bool { return strings.HasSuffix(target, ".cluster.local") }
-
-func eventually(t *testing.T, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 5s")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
 
 // The query path reads Services and endpoints only through shadowed; tests read them one by one.
 

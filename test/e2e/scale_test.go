@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,13 +14,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/nsguard/nsguard/test/e2e/cluster"
 	"github.com/nsguard/nsguard/test/e2e/coredns"
+	"github.com/nsguard/nsguard/test/e2e/scale"
 )
 
 // A tenth of the scale issue's cluster, laid out as the root package's scale test lays out the
@@ -268,57 +266,18 @@ func scaleListTimes(t *testing.T, cs kubernetes.Interface) {
 	t.Logf("one LIST each: %s", strings.Join(parts, ", "))
 }
 
-// scaleDelete removes everything scaleCreate made, whatever part of it exists. With no
-// namespace controller, a deleted namespace would stay Terminating with all its objects; so
-// each namespace is emptied, deleted and finalized, and the later tests see the suite's
-// cluster as it was.
+// scaleDelete removes everything scaleCreate made, whatever part of it exists, so that the
+// later tests see the suite's cluster as it was.
 func scaleDelete(t *testing.T, cs kubernetes.Interface) {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	now := metav1.DeleteOptions{GracePeriodSeconds: new(int64(0))}
-	all := metav1.ListOptions{}
 	err := scaleEach(ctx, scaleNamespaces+1, func(j int) error {
 		ns := scaleShadowNamespace
 		if j < scaleNamespaces {
 			ns = scaleNS(j)
 		}
-		if err := cs.CoreV1().Pods(ns).DeleteCollection(ctx, now, all); err != nil {
-			return fmt.Errorf("pods in %s: %w", ns, err)
-		}
-		if err := cs.DiscoveryV1().EndpointSlices(ns).DeleteCollection(ctx, now, all); err != nil {
-			return fmt.Errorf("endpointslices in %s: %w", ns, err)
-		}
-		svcs, err := cs.CoreV1().Services(ns).List(ctx, all) // Services have no collection delete
-		if err != nil {
-			return fmt.Errorf("services in %s: %w", ns, err)
-		}
-		for _, s := range svcs.Items {
-			if err := cs.CoreV1().Services(ns).Delete(ctx, s.Name, now); err != nil && !apierrors.IsNotFound(err) {
-				return fmt.Errorf("service %s/%s: %w", ns, s.Name, err)
-			}
-		}
-		nsc := cs.CoreV1().Namespaces()
-		if err := nsc.Delete(ctx, ns, now); err != nil {
-			if apierrors.IsNotFound(err) {
-				return nil
-			}
-			return fmt.Errorf("namespace %s: %w", ns, err)
-		}
-		for range 5 { // the API server drops the namespace once its finalizers are gone
-			n, err := nsc.Get(ctx, ns, metav1.GetOptions{})
-			if apierrors.IsNotFound(err) {
-				return nil
-			}
-			if err != nil {
-				return fmt.Errorf("namespace %s: %w", ns, err)
-			}
-			n.Spec.Finalizers = nil
-			if _, err := nsc.Finalize(ctx, n, metav1.UpdateOptions{}); err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
-				return fmt.Errorf("finalize namespace %s: %w", ns, err)
-			}
-		}
-		return fmt.Errorf("namespace %s still there after finalizing", ns)
+		return scale.DeleteNamespace(ctx, cs, ns)
 	})
 	if err != nil {
 		t.Errorf("clean-up: %v", err)
@@ -326,31 +285,7 @@ func scaleDelete(t *testing.T, cs kubernetes.Interface) {
 	t.Logf("deleted the scale cluster in %v", time.Since(start).Round(time.Millisecond))
 }
 
-// scaleEach runs do(0) .. do(n-1) on scaleWorkers workers and returns the first error; after
-// an error no new call starts.
+// scaleEach runs do(0) .. do(n-1) on scaleWorkers workers and returns the first error.
 func scaleEach(ctx context.Context, n int, do func(i int) error) error {
-	var next atomic.Int64
-	var once sync.Once
-	var first error
-	var wg sync.WaitGroup
-	for range scaleWorkers {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= n || ctx.Err() != nil {
-					return
-				}
-				if err := do(i); err != nil {
-					once.Do(func() { first = err })
-					next.Store(int64(n)) // stop the others
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	if first == nil {
-		first = ctx.Err()
-	}
-	return first
+	return scale.Each(ctx, n, scaleWorkers, func(_ context.Context, i int) error { return do(i) })
 }

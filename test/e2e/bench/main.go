@@ -114,11 +114,8 @@ func run() error {
 			return err
 		}
 	}
-	out := filepath.Join(root, "bin", "bench")
-	if err := os.RemoveAll(out); err != nil {
-		return err
-	}
-	if err := os.MkdirAll(out, 0o755); err != nil {
+	out, err := cluster.FreshOutputDir(root, "bench")
+	if err != nil {
 		return err
 	}
 	questions := makeMix()

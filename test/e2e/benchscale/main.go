@@ -92,11 +92,8 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	out := filepath.Join(root, "bin", "bench-scale")
-	if err := os.RemoveAll(out); err != nil {
-		return err
-	}
-	if err := os.MkdirAll(out, 0o755); err != nil {
+	out, err := cluster.FreshOutputDir(root, "bench-scale")
+	if err != nil {
 		return err
 	}
 	logf := func(format string, args ...any) {

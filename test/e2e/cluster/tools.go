@@ -61,3 +61,12 @@ func BuildTools(ctx context.Context) (string, error) {
 	}
 	return bin, nil
 }
+
+// FreshOutputDir empties, or makes, root/bin/name, where a benchmark writes what it ran.
+func FreshOutputDir(root, name string) (string, error) {
+	out := filepath.Join(root, "bin", name)
+	if err := os.RemoveAll(out); err != nil {
+		return "", err
+	}
+	return out, os.MkdirAll(out, 0o755)
+}

@@ -129,34 +129,34 @@ func PodSize(ctx context.Context, cs kubernetes.Interface, size Size, p int) (Si
 	return Sizes{Proto: len(b), JSON: len(j), ManagedFieldsProto: len(b) - bare.Size()}, pod, nil
 }
 
-// Delete removes what Create made, whatever part of it exists: with no namespace controller a
-// deleted namespace would stay Terminating with all its objects, so each is emptied, deleted
-// and finalized.
+// Delete removes what Create made, whatever part of it exists (see DeleteNamespace).
 func Delete(ctx context.Context, cs kubernetes.Interface, size Size, workers int) error {
-	now := metav1.DeleteOptions{GracePeriodSeconds: new(int64(0))}
-	all := metav1.ListOptions{}
 	return Each(ctx, size.Namespaces, workers, func(ctx context.Context, j int) error {
-		ns := Namespace(j)
-		if err := cs.CoreV1().Pods(ns).DeleteCollection(ctx, now, all); err != nil {
-			return fmt.Errorf("pods in %s: %w", ns, err)
-		}
-		if err := cs.DiscoveryV1().EndpointSlices(ns).DeleteCollection(ctx, now, all); err != nil {
-			return fmt.Errorf("endpointslices in %s: %w", ns, err)
-		}
-		svcs, err := cs.CoreV1().Services(ns).List(ctx, all) // Services have no collection delete
-		if err != nil {
-			return fmt.Errorf("services in %s: %w", ns, err)
-		}
-		for _, s := range svcs.Items {
-			if err := cs.CoreV1().Services(ns).Delete(ctx, s.Name, now); err != nil && !apierrors.IsNotFound(err) {
-				return fmt.Errorf("service %s/%s: %w", ns, s.Name, err)
-			}
-		}
-		return deleteNamespace(ctx, cs, ns)
+		return DeleteNamespace(ctx, cs, Namespace(j))
 	})
 }
 
-func deleteNamespace(ctx context.Context, cs kubernetes.Interface, ns string) error {
+// DeleteNamespace removes namespace ns and what it holds. With no namespace controller a
+// deleted namespace would stay Terminating with all its objects, so it is emptied, deleted
+// and finalized.
+func DeleteNamespace(ctx context.Context, cs kubernetes.Interface, ns string) error {
+	now := metav1.DeleteOptions{GracePeriodSeconds: new(int64(0))}
+	all := metav1.ListOptions{}
+	if err := cs.CoreV1().Pods(ns).DeleteCollection(ctx, now, all); err != nil {
+		return fmt.Errorf("pods in %s: %w", ns, err)
+	}
+	if err := cs.DiscoveryV1().EndpointSlices(ns).DeleteCollection(ctx, now, all); err != nil {
+		return fmt.Errorf("endpointslices in %s: %w", ns, err)
+	}
+	svcs, err := cs.CoreV1().Services(ns).List(ctx, all) // Services have no collection delete
+	if err != nil {
+		return fmt.Errorf("services in %s: %w", ns, err)
+	}
+	for _, s := range svcs.Items {
+		if err := cs.CoreV1().Services(ns).Delete(ctx, s.Name, now); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("service %s/%s: %w", ns, s.Name, err)
+		}
+	}
 	nsc := cs.CoreV1().Namespaces()
 	if err := nsc.Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
 		if apierrors.IsNotFound(err) {
