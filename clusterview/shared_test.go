@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,7 +14,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discovery "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/nsguard/nsguard/clusterdns"
@@ -181,6 +184,46 @@ func TestStartDoesNotWaitForTheKubernetesPlugin(t *testing.T) {
 		if v.Synced() {
 			t.Errorf("clients %v: synced before the kubernetes plugin's caches", clients)
 		}
+	}
+}
+
+// syncLater is a kubernetes plugin whose caches sync when told.
+type syncLater struct {
+	*controller
+	synced atomic.Bool
+}
+
+func (c *syncLater) HasSynced() bool { return c.synced.Load() }
+
+// TestPodsWaitForTheKubernetesPlugin: nsguard asks for Pods only once the kubernetes
+// plugin's caches have synced, so the two initial lists never decode at once.
+func TestPodsWaitForTheKubernetesPlugin(t *testing.T) {
+	cs := fake.NewClientset(fixture.Incident()...)
+	var podRequests atomic.Int32
+	cs.PrependReactor("*", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		podRequests.Add(1)
+		return false, nil, nil
+	})
+	cs.PrependWatchReactor("pods", func(k8stesting.Action) (bool, watch.Interface, error) {
+		podRequests.Add(1)
+		return false, nil, nil
+	})
+	ctl := &syncLater{controller: newController(t, fixture.Incident()...)}
+	v := New(Config{Client: cs, Clients: true})
+	r := v.Start(ctl)
+	defer r.Stop()
+
+	time.Sleep(500 * time.Millisecond)
+	if n := podRequests.Load(); n != 0 {
+		t.Fatalf("%d Pod requests before the kubernetes plugin's caches synced, want 0", n)
+	}
+	ctl.synced.Store(true)
+	fixture.Eventually(t, v.Synced)
+	if podRequests.Load() == 0 {
+		t.Error("view synced without asking for Pods")
+	}
+	if pod := v.Pod(netip.MustParseAddr("10.244.1.5")); pod != "new-namespace-1/client" {
+		t.Errorf("Pod(10.244.1.5) = %q after sync, want new-namespace-1/client", pod)
 	}
 }
 

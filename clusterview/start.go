@@ -43,8 +43,9 @@ type Run struct {
 
 // Start reads Services, endpoints and Namespaces from ctl, the kubernetes plugin's caches,
 // when it is not nil, and otherwise from informers of the view's own; Pods always from a
-// watch of its own. It waits up to SyncWait and never fails: DNS keeps answering with the
-// core checks until the view is ready.
+// watch of its own, started once those caches have synced. With informers of its own it
+// waits up to SyncWait for them; it never fails: DNS keeps answering with the core checks
+// until the view is ready.
 func (v *View) Start(ctl Controller) *Run {
 	ctx, cancel := context.WithCancel(context.Background())
 	if v.cfg.Logger != nil {
@@ -59,7 +60,11 @@ func (v *View) Start(ctl Controller) *Run {
 		v.services = o
 	}
 	if v.pods != nil {
-		v.watchPods(ctx, r)
+		after := func() bool { return true }
+		if ctl != nil {
+			after = ctl.HasSynced
+		}
+		v.watchPods(ctx, r, after)
 	}
 
 	synced := make(chan struct{})
@@ -74,17 +79,13 @@ func (v *View) Start(ctl Controller) *Run {
 		defer r.wg.Done()
 		v.probe(ctx)
 	}()
-	if ctl != nil && v.pods == nil {
-		return r // nothing of its own to wait for
-	}
-	// The kubernetes plugin starts its caches after nsguard's start-up has run, so with them
-	// only the view's own watches are waited for: waiting on the plugin would only delay it.
-	own := synced
 	if ctl != nil {
-		own = v.pods.syncedCh
+		// The kubernetes plugin starts its caches after nsguard's start-up has run, and the
+		// Pods follow them: there is nothing to wait for here.
+		return r
 	}
 	select {
-	case <-own:
+	case <-synced:
 	case <-time.After(SyncWait):
 		log.Warningf("cluster view not synced after %s; serving with core checks only until it is", SyncWait)
 	}
@@ -178,9 +179,16 @@ func (v *View) handle(inf cache.SharedIndexInformer, set func(obj any, present b
 	return reg.HasSynced
 }
 
+// PodsAfter bounds how long the Pod watch waits for the kubernetes plugin's caches: a plugin
+// that cannot sync must not keep clients unnamed for ever.
+const PodsAfter = time.Minute
+
 // watchPods runs a reflector straight into the Pod store, with the API server's streamed
 // list where it serves one: no full Pod is held past its decoding, and no list of them all.
-func (v *View) watchPods(ctx context.Context, r *Run) {
+// It starts once ready() holds, or after PodsAfter. With the kubernetes plugin, ready is its
+// caches' sync: decoding 9 KB Pods while the plugin decodes its own lists would put both
+// streams' garbage on top of each other, and CoreDNS's peak memory with it.
+func (v *View) watchPods(ctx context.Context, r *Run, ready func() bool) {
 	pods := v.cfg.Client.CoreV1().Pods(metav1.NamespaceAll)
 	lw := cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
@@ -199,6 +207,26 @@ func (v *View) watchPods(ctx context.Context, r *Run) {
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
-		refl.RunWithContext(ctx)
+		if waitFor(ctx, ready, PodsAfter) {
+			refl.RunWithContext(ctx)
+		}
 	}()
+}
+
+// waitFor polls ok until it holds or bound has passed, and reports false only when ctx ended.
+func waitFor(ctx context.Context, ok func() bool, bound time.Duration) bool {
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	end := time.After(bound)
+	for !ok() {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-end:
+			log.Warningf("the kubernetes plugin's caches have not synced after %s; watching Pods anyway", bound)
+			return true
+		case <-t.C:
+		}
+	}
+	return ctx.Err() == nil
 }
