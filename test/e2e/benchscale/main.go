@@ -8,7 +8,8 @@
 //
 // It is a benchmark: it fails only on a broken run, and people judge the ratios. The table
 // goes to stdout and bin/bench-scale/table.md, every figure to bin/bench-scale.txt, and each
-// configuration's Corefile and log to bin/bench-scale/<configuration>/.
+// configuration's Corefile and log to bin/bench-scale/round-<k>/<configuration>/. Every
+// configuration runs -rounds times, interleaved; the table gives medians and ranges.
 package main
 
 import (
@@ -38,6 +39,7 @@ var (
 	only         = flag.String("only", "", "comma-separated configurations to run, by number: 1 kubernetes alone, 2 + nsguard, 3 + nsguard clients off, 4 pods verified (default: 1,2,3, and 4 with -pods-verified)")
 	ip           = flag.String("ip", "127.53.60.1", "loopback address CoreDNS binds, port 53")
 	timeout      = flag.Duration("timeout", 10*time.Minute, "bound on each wait: a sync, a relist")
+	rounds       = flag.Int("rounds", 3, "rounds of every configuration, interleaved, each round in a rotated order: one run's peak moves by tens of MiB")
 )
 
 func main() {
@@ -145,30 +147,62 @@ func run() error {
 
 	env := scale.Env{CP: cp, Client: cs, CoreDNS: bin, Dir: out, IP: *ip, AuditLog: auditLog,
 		Churn: *churn, Workers: *workers, Timeout: *timeout, Logf: logf}
-	var results []scale.Result
-	var broken []string // configurations whose run failed: the others are still reported
-	for _, c := range cfgs {
-		t := time.Now()
-		r, err := scale.Measure(ctx, env, c)
-		if err != nil {
-			logf("%s: %v", c.Name, err)
-			broken = append(broken, fmt.Sprintf("%s: %v", c.Name, err))
-			if ctx.Err() != nil || len(results) == 0 {
-				return fmt.Errorf("%s: %w", c.Name, err) // nothing to compare with
+	if *rounds < 1 {
+		return fmt.Errorf("-rounds %d: want 1 or more", *rounds)
+	}
+	names := make([]string, len(cfgs))
+	for i, c := range cfgs {
+		names[i] = c.Name
+	}
+	var results []scale.Result // every run that worked, in the order run
+	all := make([][]scale.Result, *rounds)
+	var broken []string // runs that failed: the others are still reported
+	for k := range *rounds {
+		all[k] = make([]scale.Result, len(cfgs))
+		for j := range cfgs {
+			i := (j + k) % len(cfgs) // no configuration always runs first, on a cold page cache
+			c := cfgs[i]
+			t := time.Now()
+			e := env
+			e.Dir = filepath.Join(out, fmt.Sprintf("round-%d", k+1))
+			r, err := scale.Measure(ctx, e, c)
+			if err != nil {
+				logf("round %d, %s: %v", k+1, c.Name, err)
+				broken = append(broken, fmt.Sprintf("round %d, %s: %v", k+1, c.Name, err))
+				if ctx.Err() != nil {
+					return fmt.Errorf("%s: %w", c.Name, err)
+				}
+				if rerr := cp.RestartAPIServer(ctx); rerr != nil { // the failure may have left it down
+					return fmt.Errorf("restarting the API server after %s: %v", c.Name, rerr)
+				}
+				continue
 			}
-			if rerr := cp.RestartAPIServer(ctx); rerr != nil { // the failure may have left it down
-				broken = append(broken, fmt.Sprintf("restarting the API server after that: %v", rerr))
-				break
-			}
-			continue
+			all[k][i] = r
+			results = append(results, r)
+			say("round %d, %s: ran in %v (sync %v; churn %v; API server restart %v; relist and settle %v); peak %s", k+1, c.Name, time.Since(t).Round(time.Second),
+				r.SyncTime.Round(100*time.Millisecond), r.ChurnTime.Round(100*time.Millisecond), r.RestartTime.Round(100*time.Millisecond), r.RelistTime.Round(100*time.Millisecond),
+				scale.MiB(float64(r.Peak())))
 		}
-		results = append(results, r)
-		say("%s: ran in %v (sync %v; churn %v; API server restart %v; relist and settle %v)", c.Name, time.Since(t).Round(time.Second),
-			r.SyncTime.Round(100*time.Millisecond), r.ChurnTime.Round(100*time.Millisecond), r.RestartTime.Round(100*time.Millisecond), r.RelistTime.Round(100*time.Millisecond))
+	}
+	if len(results) == 0 {
+		return fmt.Errorf("no run worked:\n%s", strings.Join(broken, "\n"))
 	}
 
 	say("")
-	say("%s", scale.Table(results))
+	say("Over %d rounds:", *rounds)
+	say("")
+	say("%s", scale.Summary(names, all))
+	for k, round := range all {
+		var ok []scale.Result
+		for _, r := range round {
+			if r.Config != "" {
+				ok = append(ok, r)
+			}
+		}
+		if len(ok) > 0 && ok[0].Config == names[0] {
+			say("Round %d:\n\n%s", k+1, scale.Table(ok))
+		}
+	}
 	say("Relist after the API server restart (the new watch cache refuses the old resource version):")
 	for _, r := range results {
 		say("- %s: watch of namespaces from resourceVersion %s answered %q; LISTs and streaming lists after the restart: %v; watches resumed from a resource version: %v; probes (LISTs of a few): %v; missing: %s",

@@ -2,6 +2,7 @@ package scale
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -77,4 +78,48 @@ func Raw(results []Result) string {
 		}
 	}
 	return b.String()
+}
+
+// Summary is several rounds' results as Markdown: per configuration the median peak and
+// its range, and the median of each round's ratio to kubernetes alone in that round, so that
+// a slow round moves every configuration alike. rounds[k][i] is names[i]'s result in round k,
+// names[0] is kubernetes alone, and a run that broke has an empty Config.
+func Summary(names []string, rounds [][]Result) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "| configuration | rounds | peak RSS, median (min–max) | peak vs alone in the same round, median (min–max) | peak through sync, median | peak through relist, median | Go heap after sync, median |\n")
+	fmt.Fprintf(&b, "|---|---:|---:|---:|---:|---:|---:|\n")
+	for i, name := range names {
+		var peak, ratio, sync, relist, heap []float64
+		for _, round := range rounds {
+			r := round[i]
+			if r.Config == "" {
+				continue
+			}
+			peak = append(peak, float64(r.Peak()))
+			if round[0].Config != "" {
+				ratio = append(ratio, float64(r.Peak())/float64(round[0].Peak()))
+			}
+			sync, relist, heap = append(sync, float64(r.PeakSync)), append(relist, float64(r.PeakRelist)), append(heap, r.HeapInuse)
+		}
+		if len(peak) == 0 {
+			fmt.Fprintf(&b, "| %s | 0 | | | | | |\n", name)
+			continue
+		}
+		vs := "—"
+		if i > 0 && len(ratio) > 0 {
+			vs = fmt.Sprintf("%+.1f%% (%+.1f%% to %+.1f%%)", 100*(median(ratio)-1), 100*(slices.Min(ratio)-1), 100*(slices.Max(ratio)-1))
+		}
+		fmt.Fprintf(&b, "| %s | %d | %s (%s–%s) | %s | %s | %s | %s |\n", name, len(peak),
+			MiB(median(peak)), MiB(slices.Min(peak)), MiB(slices.Max(peak)), vs, MiB(median(sync)), MiB(median(relist)), MiB(median(heap)))
+	}
+	return b.String()
+}
+
+func median(v []float64) float64 {
+	s := slices.Sorted(slices.Values(v))
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
 }
