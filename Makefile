@@ -56,6 +56,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./logline
 	$(GO) test -run '^$$' -fuzz '^FuzzOffenders$$' -fuzztime $(FUZZTIME) ./cmd/nsguard
 	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) ./audit
+	$(GO) test -run '^$$' -fuzz '^FuzzPodDecoder$$' -fuzztime $(FUZZTIME) ./clusterview
 
 # Go benchmarks, 10 runs each; benchstat puts nsguard beside the next handler alone, and
 # beside the any plugin on a fresh goroutine per query, as CoreDNS serves them.

@@ -13,7 +13,7 @@ import (
 // plugin does: from kubeconfig and endpoint when given, else in-cluster. Outside a cluster
 // with neither, it returns nil: nsguard then runs its core checks only. It keeps client-go's
 // rate limits and back-off: the view never retries faster than the reflectors do.
-func (cfg config) kubernetesClient() (kubernetes.Interface, error) {
+func (cfg config) kubernetesClient() (*kubeClient, error) {
 	var rc *rest.Config
 	var err error
 	switch {
@@ -38,5 +38,16 @@ func (cfg config) kubernetesClient() (kubernetes.Interface, error) {
 	}
 	rc.UserAgent = "coredns-nsguard"
 	rc.ContentType = "application/vnd.kubernetes.protobuf"
-	return kubernetes.NewForConfig(rc)
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, err
+	}
+	return &kubeClient{cs, rc}, nil
+}
+
+// kubeClient is a clientset and the configuration it was built from: the view's Pod watch
+// builds a client of its own from it, which decodes only what the view keeps.
+type kubeClient struct {
+	kubernetes.Interface
+	rest *rest.Config
 }

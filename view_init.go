@@ -7,7 +7,6 @@ import (
 	"github.com/coredns/coredns/plugin"
 	"github.com/coredns/coredns/plugin/kubernetes"
 
-	k8s "k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
 	"github.com/nsguard/nsguard/clusterview"
@@ -15,11 +14,11 @@ import (
 
 // initView gives g its cluster view and Events, and returns what starts and stops them, as
 // the kubernetes plugin's InitKubeCache does.
-func (g *NSGuard) initView(conf *dnsserver.Config, cfg config, client k8s.Interface) (onStart, onShut func() error) {
+func (g *NSGuard) initView(conf *dnsserver.Config, cfg config, client *kubeClient) (onStart, onShut func() error) {
 	gauges := &viewGauges{}
 	logger := klog.FromContext(withPluginLogger(context.Background()))
 	v := clusterview.New(clusterview.Config{
-		Client: client, Clients: cfg.clients, UIDs: cfg.events > 0,
+		Client: client, REST: client.rest, Clients: cfg.clients, UIDs: cfg.events > 0,
 		OnSynced: gauges.synced, OnStale: gauges.stale, Logger: &logger,
 	})
 	g.view = v

@@ -104,18 +104,29 @@ type podObj struct {
 // toPod reduces a Pod to what naming a client needs. A host-network Pod has its node's
 // address, and a finished one's may be another Pod's already: neither gets addresses.
 func toPod(p *corev1.Pod, uids bool) *podObj {
+	w := podWire{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name, UID: p.UID},
+		hostNetwork: p.Spec.HostNetwork, phase: p.Status.Phase, podIP: p.Status.PodIP}
+	for _, ip := range p.Status.PodIPs {
+		w.podIPs = append(w.podIPs, ip.IP)
+	}
+	return w.small(uids)
+}
+
+// small is what the view keeps of a Pod: host-network and finished Pods hold no address
+// that names them.
+func (p *podWire) small(uids bool) *podObj {
 	o := &podObj{key: p.Namespace + "/" + p.Name}
 	if uids {
 		o.uid = string(p.UID)
 	}
-	if p.Spec.HostNetwork || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+	if p.hostNetwork || p.phase == corev1.PodSucceeded || p.phase == corev1.PodFailed {
 		return o
 	}
-	for _, ip := range p.Status.PodIPs {
-		o.addAddr(ip.IP)
+	for _, ip := range p.podIPs {
+		o.addAddr(ip)
 	}
 	if len(o.ips) == 0 {
-		o.addAddr(p.Status.PodIP)
+		o.addAddr(p.podIP)
 	}
 	return o
 }

@@ -67,6 +67,8 @@ func (s *podStore) Transformer() cache.TransformFunc {
 
 func (s *podStore) small(obj any) *podObj {
 	switch o := obj.(type) {
+	case *podWire:
+		return o.small(s.uids)
 	case *corev1.Pod:
 		return toPod(o, s.uids)
 	case *podObj:

@@ -15,6 +15,7 @@ import (
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	discoveryinformers "k8s.io/client-go/informers/discovery/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 )
@@ -26,8 +27,9 @@ const SyncWait = 5 * time.Second
 // Config says what the view reads and whom it tells.
 type Config struct {
 	Client  kubernetes.Interface
-	Clients bool // watch Pods, to name the client of a query
-	UIDs    bool // keep Pods' UIDs, for Events
+	REST    *rest.Config // Client's configuration: with it, Pods are decoded lean off the wire
+	Clients bool         // watch Pods, to name the client of a query
+	UIDs    bool         // keep Pods' UIDs, for Events
 
 	Logger   *klog.Logger     // client-go's messages about the view's own requests
 	OnSynced func()           // once, when every source has synced
@@ -189,21 +191,37 @@ const PodsAfter = time.Minute
 // caches' sync: decoding 9 KB Pods while the plugin decodes its own lists would put both
 // streams' garbage on top of each other, and CoreDNS's peak memory with it.
 func (v *View) watchPods(ctx context.Context, r *Run, ready func() bool) {
-	pods := v.cfg.Client.CoreV1().Pods(metav1.NamespaceAll)
+	var list cache.ListWithContextFunc
+	var watchFunc cache.WatchFuncWithContext
+	var expected runtime.Object
+	c, err := newPodClient(v.cfg.REST)
+	if err != nil {
+		log.Warningf("Pods decoded in full, which costs more memory: %v", err)
+	}
+	if c != nil {
+		list = func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) { return c.list(ctx, opts) }
+		watchFunc, expected = c.watch, &podWire{}
+	} else {
+		pods := v.cfg.Client.CoreV1().Pods(metav1.NamespaceAll)
+		list = func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			return pods.List(ctx, opts)
+		}
+		watchFunc, expected = pods.Watch, &corev1.Pod{}
+	}
 	lw := cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			l, err := pods.List(ctx, opts)
+			l, err := list(ctx, opts)
 			v.answered(ctx, err)
 			return l, err
 		},
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			w, err := pods.Watch(ctx, opts)
+			w, err := watchFunc(ctx, opts)
 			v.answered(ctx, err)
 			return w, err
 		},
 	}, v.cfg.Client)
 	logger := klog.FromContext(ctx)
-	refl := cache.NewReflectorWithOptions(lw, &corev1.Pod{}, v.pods, cache.ReflectorOptions{Name: "nsguard Pods", Logger: &logger})
+	refl := cache.NewReflectorWithOptions(lw, expected, v.pods, cache.ReflectorOptions{Name: "nsguard Pods", Logger: &logger})
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()

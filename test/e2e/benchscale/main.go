@@ -39,6 +39,8 @@ var (
 	only         = flag.String("only", "", "comma-separated configurations to run, by number: 1 kubernetes alone, 2 + nsguard, 3 + nsguard clients off, 4 pods verified (default: 1,2,3, and 4 with -pods-verified)")
 	ip           = flag.String("ip", "127.53.60.1", "loopback address CoreDNS binds, port 53")
 	timeout      = flag.Duration("timeout", 10*time.Minute, "bound on each wait: a sync, a relist")
+	saveEtcd     = flag.String("save-etcd", "", "after the run, keep etcd's data (the cluster as created) in this directory, for -reuse-etcd")
+	reuseEtcd    = flag.String("reuse-etcd", "", "start etcd from a copy of the data -save-etcd kept for the same size, and create nothing")
 	rounds       = flag.Int("rounds", 3, "rounds of every configuration, interleaved, each round in a rotated order: one run's peak moves by tens of MiB")
 )
 
@@ -110,11 +112,24 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	if *reuseEtcd != "" {
+		if err := scale.CopyEtcdData(*reuseEtcd, filepath.Join(out, "cluster"), size); err != nil {
+			return err
+		}
+	}
 	cp, auditLog, err := scale.StartControlPlane(ctx, binDir, filepath.Join(out, "cluster"))
 	if err != nil {
 		return err
 	}
 	defer cp.Stop()
+	if *saveEtcd != "" {
+		defer func() {
+			cp.Stop()
+			if err := scale.SaveEtcdData(filepath.Join(out, "cluster"), *saveEtcd, size); err != nil {
+				logf("keeping etcd's data: %v", err)
+			}
+		}()
+	}
 	cs, err := scale.Client(cp)
 	if err != nil {
 		return err
@@ -127,15 +142,20 @@ func run() error {
 	}
 	say("cluster: %s", size)
 	t := time.Now()
-	timings, err := scale.Create(ctx, cs, size, *workers, logf)
-	if err != nil {
-		return err
+	var created time.Duration
+	if *reuseEtcd == "" {
+		timings, err := scale.Create(ctx, cs, size, *workers, logf)
+		if err != nil {
+			return err
+		}
+		created = time.Since(t)
+		for _, tm := range timings {
+			say("created %s", tm)
+		}
+		say("created the cluster in %v with %d workers", created.Round(time.Second), *workers)
+	} else {
+		say("the cluster as an earlier run created it: etcd's data from %s", *reuseEtcd)
 	}
-	created := time.Since(t)
-	for _, tm := range timings {
-		say("created %s", tm)
-	}
-	say("created the cluster in %v with %d workers", created.Round(time.Second), *workers)
 	for _, p := range []int{1, 0} { // a Deployment's Pod, a StatefulSet's
 		sz, pod, err := scale.PodSize(ctx, cs, size, p)
 		if err != nil {
