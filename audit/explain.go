@@ -31,7 +31,7 @@ type Candidate struct {
 // Outcome is where a lookup ends with one cluster DNS. Index is a 0-based candidate
 // index, -1 for none.
 type Outcome struct {
-	Winner    int               `json:"winner"`   // glibc and Go: the first candidate with records, or an upstream one
+	Winner    int               `json:"winner"`   // the first candidate with records, or an upstream one: where glibc and Go end past NODATA
 	MuslStop  int               `json:"muslStop"` // musl: a NODATA candidate before the winner, where it stops and fails
 	Meant     bool              `json:"meant"`    // the winner is what the name most likely meant
 	Verdict   string            `json:"verdict"`
@@ -243,8 +243,9 @@ func outcome(e Explanation, answer func(Candidate) clusterdns.Answer) Outcome {
 		o.Meant = true
 	}
 	for i := range o.Resolvers {
-		ro := &o.Resolvers[i]
-		ro.Meant = o.Meant && ro.Candidate == o.Winner && !ro.Fails
+		for ro := &o.Resolvers[i]; ro != nil; ro = ro.OrNext {
+			ro.Meant = o.Meant && ro.Candidate == o.Winner && !ro.Fails
+		}
 	}
 	w := e.Candidates[o.Winner]
 	if answer(w).Rcode == clusterdns.Upstream {
