@@ -27,7 +27,7 @@ func TestStockCorefileTrap(t *testing.T) {
 				predicts(t, "my-app", cluster.ClientNamespace, "", upstreamIP+":53", trapped)
 				waitGuardLine(t, srv, `answer through namespace "my-app"`, "action=logged", "client="+cluster.WebPodIP)
 				counted := apexCounts(t, srv)["logged"] - before
-				t.Logf("%s, mode log: %v namespace apex answers counted for one pod's lookups (glibc, musl, Go)", d.name, counted)
+				t.Logf("%s, mode log: %v namespace apex answers counted for one pod's lookups (glibc, musl, Go, c-ares)", d.name, counted)
 				if counted < 1 {
 					t.Errorf("coredns_nsguard_namespace_apex_answers_total{action=\"logged\"} rose by %v, want at least 1", counted)
 				}
