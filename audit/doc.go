@@ -51,5 +51,8 @@
 // NOERROR without records is NODATA. UPSTREAM is a name outside the cluster zone. A datum
 // in angle brackets, such as <cluster IP>, is not known from the objects read.
 // nsguard explain --output json prints an Explanation as JSON, with what each of glibc,
-// musl and Go gets in corednsOutcome.resolvers and kubeDNSOutcome.resolvers.
+// musl, Go and c-ares (as of CAresVersion) gets in corednsOutcome.resolvers and
+// kubeDNSOutcome.resolvers; orNext is where c-ares's search ends when it goes on past an
+// answer whose address came before its CNAME. With --mode refuse, refuse is nsguard's rcode
+// and the candidates' answers are those it gives.
 package audit

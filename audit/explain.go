@@ -12,6 +12,12 @@ type ExplainOptions struct {
 	Zone   string   // cluster zone; default cluster.local
 	Search []string // default <from>.svc.<zone> svc.<zone> <zone>
 	Ndots  int      // 0 means the default, 5; a negative value means ndots:0
+	// Refuse is what nsguard in mode refuse, in front of cluster DNS, answers in place of
+	// a namespace apex's NOERROR: NXDOMAIN or REFUSED (its rcode); "" for no nsguard, or
+	// mode log, which changes no answer.
+	Refuse string
+	// Upstream answers the names outside the cluster zone; nil when they are not known.
+	Upstream clusterdns.UpstreamResolver
 }
 
 // Candidate is one name the resolver sends, how cluster DNS reads it and what it answers.
@@ -25,29 +31,50 @@ type Candidate struct {
 // Outcome is where a lookup ends with one cluster DNS. Index is a 0-based candidate
 // index, -1 for none.
 type Outcome struct {
-	Winner    int               `json:"winner"`   // glibc and Go: the first candidate with records, or an upstream one
+	Winner    int               `json:"winner"`   // the first candidate with records, or an upstream one: where glibc and Go end past NODATA
 	MuslStop  int               `json:"muslStop"` // musl: a NODATA candidate before the winner, where it stops and fails
 	Meant     bool              `json:"meant"`    // the winner is what the name most likely meant
 	Verdict   string            `json:"verdict"`
 	Resolvers []ResolverOutcome `json:"resolvers"` // what each stub resolver gets
 }
 
-// The stub resolvers Explain models.
+// The stub resolvers Explain models, in the order of an Outcome's Resolvers: glibc's and
+// musl's getaddrinfo, Go's own resolver, and c-ares's ares_getaddrinfo (Envoy, gRPC C-core,
+// curl builds).
 const (
 	Glibc = "glibc"
 	Musl  = "musl"
 	Go    = "go"
+	CAres = "c-ares"
+)
+
+// Resolvers are the stub resolvers Explain models.
+var Resolvers = []string{Glibc, Musl, Go, CAres}
+
+// CAresVersion is the c-ares release Explain models, Debian 12's. Its search walk is the
+// same from 1.18.0, which first went on past NODATA; 1.26.0 takes every address in an
+// answer, whatever its owner; from 1.33.1 a single-label name goes on past SERVFAIL and
+// REFUSED.
+const CAresVersion = "1.18.1"
+
+// Rcodes a refusal or a broken server answers.
+const (
+	ServFail = "SERVFAIL"
+	Refused  = "REFUSED"
 )
 
 // ResolverOutcome is what one stub resolver's lookup gets.
 type ResolverOutcome struct {
-	Resolver  string   `json:"resolver"`            // glibc, musl or go
+	Resolver  string   `json:"resolver"`            // glibc, musl, go or c-ares
 	Candidate int      `json:"candidate"`           // where its search ends; -1 when it runs out
 	Addresses []string `json:"addresses,omitempty"` // what it returns, or one of them with OneOf
 	OneOf     bool     `json:"oneOf,omitempty"`     // it returns one of Addresses, as the answer's CNAME is picked at random
 	MayFail   bool     `json:"mayFail,omitempty"`   // glibc fails when a target's address comes before the CNAME, which a shuffled answer does at random
 	Fails     bool     `json:"fails,omitempty"`     // the lookup fails
 	Meant     bool     `json:"meant"`               // it reaches what the name most likely meant
+	// OrNext is where c-ares's search ends when a shuffled answer puts the address before
+	// the CNAME: it reads that answer as NODATA and goes on.
+	OrNext *ResolverOutcome `json:"orNext,omitempty"`
 }
 
 // Explanation is what Explain found.
@@ -57,6 +84,7 @@ type Explanation struct {
 	Zone       string      `json:"zone"`
 	Search     []string    `json:"search"`
 	Ndots      int         `json:"ndots"`
+	Refuse     string      `json:"refuse,omitempty"`    // the rcode nsguard refuses with, if modelled
 	Meant      string      `json:"meant"`               // what the name most likely meant, in words
 	MeantName  string      `json:"meantName,omitempty"` // its fully qualified name, if in the cluster
 	Candidates []Candidate `json:"candidates"`
@@ -83,17 +111,28 @@ func Explain(c *clusterdns.Cluster, name, from string, o ExplainOptions) Explana
 	case ndots < 0:
 		ndots = 0
 	}
-	e := Explanation{Name: name, From: from, Zone: zone, Search: search, Ndots: ndots}
+	e := Explanation{Name: name, From: from, Zone: zone, Search: search, Ndots: ndots, Refuse: o.Refuse}
 	for _, cand := range Candidates(name, search, ndots) {
 		e.Candidates = append(e.Candidates, Candidate{
 			Name: cand, ReadAs: readAs(cand, zone),
-			CoreDNS: c.CoreDNS(cand, clusterdns.TypeA, zone, nil), KubeDNS: c.KubeDNS(cand, clusterdns.TypeA, zone, nil),
+			CoreDNS: refused(cand, zone, o.Refuse, c.CoreDNS(cand, clusterdns.TypeA, zone, o.Upstream)),
+			KubeDNS: refused(cand, zone, o.Refuse, c.KubeDNS(cand, clusterdns.TypeA, zone, o.Upstream)),
 		})
 	}
 	e.Meant, e.MeantName = meant(c, name, from, zone)
 	e.CoreDNS = outcome(e, func(c Candidate) clusterdns.Answer { return c.CoreDNS })
 	e.KubeDNS = outcome(e, func(c Candidate) clusterdns.Answer { return c.KubeDNS })
 	return e
+}
+
+// refused is the answer a client gets for qname from nsguard answering rcode in mode refuse
+// in front of cluster DNS's answer a: the rcode for a namespace apex's NOERROR (NODATA or
+// records), a itself for everything else, as nsguard holds nothing else.
+func refused(qname, zone, rcode string, a clusterdns.Answer) clusterdns.Answer {
+	if rcode == "" || a.Rcode != clusterdns.NoError || clusterdns.Classify(qname, []string{clusterdns.FQDN(zone)}).Shape != clusterdns.NamespaceApex {
+		return a
+	}
+	return clusterdns.Answer{Rcode: rcode, Note: "nsguard refuses " + a.String()}
 }
 
 // Candidates returns the names a stub resolver sends for name, in order: a name with a
@@ -186,7 +225,7 @@ func outcome(e Explanation, answer func(Candidate) clusterdns.Answer) Outcome {
 			break
 		}
 	}
-	for _, r := range []string{Glibc, Musl, Go} {
+	for _, r := range Resolvers {
 		ro := lookup(r, e, answer)
 		o.Resolvers = append(o.Resolvers, ro)
 		if r == Musl && ro.Fails && ro.Candidate >= 0 && ro.Candidate < o.Winner {
@@ -204,8 +243,9 @@ func outcome(e Explanation, answer func(Candidate) clusterdns.Answer) Outcome {
 		o.Meant = true
 	}
 	for i := range o.Resolvers {
-		ro := &o.Resolvers[i]
-		ro.Meant = o.Meant && ro.Candidate == o.Winner && !ro.Fails
+		for ro := &o.Resolvers[i]; ro != nil; ro = ro.OrNext {
+			ro.Meant = o.Meant && ro.Candidate == o.Winner && !ro.Fails
+		}
 	}
 	w := e.Candidates[o.Winner]
 	if answer(w).Rcode == clusterdns.Upstream {
@@ -218,54 +258,149 @@ func outcome(e Explanation, answer func(Candidate) clusterdns.Answer) Outcome {
 	} else {
 		o.Verdict += ": NOT what " + e.Name + " most likely meant (" + e.Meant + ")"
 	}
-	if o.MuslStop >= 0 {
-		o.Verdict += fmt.Sprintf("; musl stops at candidate %d (NODATA) and fails", o.MuslStop+1)
-	}
-	if g := o.Resolvers[0]; g.MayFail {
-		o.Verdict += "; glibc gets " + strings.Join(g.Addresses, " or ") + ", or fails when that address comes before the CNAME"
+	o.Verdict += stops(e, o, answer)
+	for _, r := range o.Resolvers {
+		switch {
+		case r.MayFail:
+			o.Verdict += "; " + r.Resolver + " gets " + strings.Join(r.Addresses, " or ") + ", or fails when that address comes before the CNAME"
+		case r.OrNext != nil:
+			o.Verdict += fmt.Sprintf("; %s gets %s, or goes on when that address comes before the CNAME", r.Resolver, strings.Join(r.Addresses, " or "))
+		}
 	}
 	return o
 }
 
-// lookup walks the candidates as resolver does, for an A question:
-//   - NXDOMAIN: every resolver goes on to the next candidate;
-//   - NODATA: glibc and Go go on, musl stops and the lookup fails;
-//   - records: musl and Go take every address in the answer; glibc follows the CNAME and
-//     keeps only the addresses of its target, and fails, without going on, when they come
-//     before the CNAME;
-//   - a name that goes upstream ends the search with what the upstream says.
-func lookup(resolver string, e Explanation, answer func(Candidate) clusterdns.Answer) ResolverOutcome {
+// stops names the resolvers whose search ends in a failure before the winner, where and why:
+// "; musl stops at candidate 2 (NODATA) and fails".
+func stops(e Explanation, o Outcome, answer func(Candidate) clusterdns.Answer) string {
+	var out string
 	for i, cand := range e.Candidates {
-		a := answer(cand)
+		if i >= o.Winner {
+			break
+		}
+		var who []string
+		for _, r := range o.Resolvers {
+			if r.Fails && r.Candidate == i {
+				who = append(who, r.Resolver)
+			}
+		}
+		verb := "stops at candidate %d (%s) and fails"
+		switch len(who) {
+		case 0:
+			continue
+		case 1:
+		default:
+			verb = "stop at candidate %d (%s) and fail"
+			who = []string{strings.Join(who[:len(who)-1], ", ") + " and " + who[len(who)-1]}
+		}
+		out += "; " + who[0] + " " + fmt.Sprintf(verb, i+1, answer(cand))
+	}
+	return out
+}
+
+// lookup is where resolver's search ends on e's candidates, each answering answer(c).
+func lookup(resolver string, e Explanation, answer func(Candidate) clusterdns.Answer) ResolverOutcome {
+	names := make([]string, len(e.Candidates))
+	answers := make([]clusterdns.Answer, len(e.Candidates))
+	for i, c := range e.Candidates {
+		names[i], answers[i] = c.Name, answer(c)
+	}
+	return Walk(resolver, names, answers)
+}
+
+// Walk is where resolver's search ends when it sends names in turn and names[i] answers
+// answers[i] to an A question (resolvers ask AAAA too: cluster DNS answers it alike, or
+// NODATA). Records are in the answer's order unless Shuffled.
+//   - NXDOMAIN: every resolver goes on to the next candidate;
+//   - NODATA: glibc, Go and c-ares go on; musl stops and the lookup fails;
+//   - SERVFAIL: glibc and Go go on; musl and c-ares stop and fail;
+//   - REFUSED and any other rcode: Go goes on; glibc, musl and c-ares stop and fail;
+//   - records: musl and Go take every address in the answer. glibc follows the CNAMEs
+//     and takes the addresses of the last target that come after its CNAME; with none,
+//     it fails without going on. c-ares takes them alike, and with none reads the answer
+//     as NODATA and goes on;
+//   - a name that goes upstream ends the search with what the upstream says.
+func Walk(resolver string, names []string, answers []clusterdns.Answer) ResolverOutcome {
+	return walk(resolver, names, answers, 0)
+}
+
+func walk(resolver string, names []string, answers []clusterdns.Answer, from int) ResolverOutcome {
+	for i := from; i < len(names); i++ {
+		a := answers[i]
 		switch {
 		case a.Rcode == clusterdns.Upstream:
 			return ResolverOutcome{Resolver: resolver, Candidate: i}
+		case a.Rcode == clusterdns.NXDomain:
+			continue
+		case a.Rcode != clusterdns.NoError:
+			if resolver == Go || resolver == Glibc && a.Rcode == ServFail {
+				continue
+			}
+			return ResolverOutcome{Resolver: resolver, Candidate: i, Fails: true}
 		case a.NoData() && resolver == Musl:
 			return ResolverOutcome{Resolver: resolver, Candidate: i, Fails: true}
 		case !a.HasRecords():
 			continue
-		case resolver != Glibc:
+		case resolver == Musl || resolver == Go:
 			return ResolverOutcome{Resolver: resolver, Candidate: i, Addresses: a.Addresses(), Fails: len(a.Addresses()) == 0}
 		}
 		o := ResolverOutcome{Resolver: resolver, Candidate: i}
-		targets := a.CNAMEOneOf
-		if len(targets) == 0 {
-			targets = []string{cnameTarget(cand.Name, a.Records)}
-		}
-		cname := len(a.CNAMEOneOf) > 0 || targets[0] != cand.Name
-		for _, t := range targets {
-			for _, r := range a.Records {
-				if r.Owner == t && (r.Type == clusterdns.TypeA || r.Type == clusterdns.TypeAAAA) {
-					o.Addresses = append(o.Addresses, r.Data)
-				}
+		var cname bool
+		if len(a.CNAMEOneOf) > 0 || a.Shuffled {
+			// In random order: the addresses of the target, when they come after the CNAME.
+			targets := a.CNAMEOneOf
+			if len(targets) == 0 {
+				targets = []string{cnameTarget(names[i], a.Records)}
 			}
+			cname = len(a.CNAMEOneOf) > 0 || targets[0] != names[i]
+			for _, t := range targets {
+				o.Addresses = append(o.Addresses, ownedBy(t, a.Records)...)
+			}
+			o.OneOf = len(a.CNAMEOneOf) > 1 && len(o.Addresses) > 1
+		} else {
+			o.Addresses = inOrder(names[i], a.Records, resolver == CAres)
 		}
-		o.OneOf = len(a.CNAMEOneOf) > 1 && len(o.Addresses) > 1
-		o.MayFail = a.Shuffled && cname
-		o.Fails = len(o.Addresses) == 0
+		switch {
+		case len(o.Addresses) == 0 && resolver == CAres:
+			continue
+		case len(o.Addresses) == 0:
+			o.Fails = true
+		case cname && a.Shuffled && resolver == CAres:
+			next := walk(resolver, names, answers, i+1)
+			o.OrNext = &next
+		case cname && a.Shuffled:
+			o.MayFail = true
+		}
 		return o
 	}
 	return ResolverOutcome{Resolver: resolver, Candidate: -1, Fails: true}
+}
+
+// inOrder are the addresses glibc or c-ares take from records in the answer's order: those
+// of the name the CNAMEs so far lead to. glibc follows a CNAME of that name; c-ares 1.18
+// follows any CNAME.
+func inOrder(name string, records []clusterdns.Record, anyCNAME bool) []string {
+	var out []string
+	for _, r := range records {
+		switch {
+		case r.Type == clusterdns.TypeCNAME && (anyCNAME || r.Owner == name):
+			name = r.Data
+		case r.Owner == name && (r.Type == clusterdns.TypeA || r.Type == clusterdns.TypeAAAA):
+			out = append(out, r.Data)
+		}
+	}
+	return out
+}
+
+// ownedBy are the addresses of name among records.
+func ownedBy(name string, records []clusterdns.Record) []string {
+	var out []string
+	for _, r := range records {
+		if r.Owner == name && (r.Type == clusterdns.TypeA || r.Type == clusterdns.TypeAAAA) {
+			out = append(out, r.Data)
+		}
+	}
+	return out
 }
 
 // cnameTarget follows the CNAME records from name to the end of the chain.

@@ -2,9 +2,10 @@
 # Installs the Debian packages the tests and the demo need, and only those that are missing.
 set -euo pipefail
 
-# package:command that proves it is there
+# package:command, or package:/path of a file, that proves it is there
 wanted=(
   musl-tools:musl-gcc
+  libc-ares-dev:/usr/include/ares.h
   dnsutils:dig
   dnsperf:dnsperf
   util-linux:unshare
@@ -18,7 +19,11 @@ wanted=(
 missing=()
 for w in "${wanted[@]}"; do
   pkg=${w%%:*} cmd=${w#*:}
-  command -v "$cmd" >/dev/null 2>&1 || missing+=("$pkg")
+  if [[ $cmd == /* ]]; then
+    [ -e "$cmd" ] || missing+=("$pkg")
+  else
+    command -v "$cmd" >/dev/null 2>&1 || missing+=("$pkg")
+  fi
 done
 [ ${#missing[@]} -eq 0 ] && exit 0
 

@@ -15,24 +15,31 @@ import (
 )
 
 const explainSynopsis = `nsguard explain NAME -n NAMESPACE [-f PATH]... [--kubeconfig FILE] [--context NAME]
-                       [--ndots N] [--search "DOMAIN ..."] [--zone ZONE] [-o table|json]
+                       [--ndots N] [--search "DOMAIN ..."] [--zone ZONE]
+                       [--mode log|refuse] [--rcode NXDOMAIN|REFUSED] [-o table|json]
 
 Prints each search candidate a pod in NAMESPACE sends for NAME and what CoreDNS and
 kube-dns answer to it (A question), marks the candidate that wins and says whether
-that is what NAME most likely meant. Exit status 1 when it is not.`
+that is what NAME most likely meant, and what glibc, musl, Go and c-ares (` + audit.CAresVersion + `)
+each get. --mode refuse answers as nsguard in mode refuse does, with --rcode.
+Exit status 1 when the winner is not what NAME most likely meant.`
 
 func explainCommand(code *int) *cobra.Command {
 	var (
 		src                     source
 		from, namespace, output string
-		search                  string
+		search, mode, rcode     string
 		ndots                   int
 	)
 	c := newCommand("explain NAME", explainSynopsis, code, func(c *cobra.Command, pos []string) (int, error) {
 		if from != "" && namespace != "" && from != namespace {
 			return 2, usagef("-n %q and --from %q: give one", namespace, from)
 		}
-		return runExplain(&src, cmp.Or(namespace, from), output, search, ndots, pos, c.InOrStdin(), c.OutOrStdout())
+		refuse, err := refuseRcode(mode, rcode, c.Flags().Changed("rcode"))
+		if err != nil {
+			return 2, err
+		}
+		return runExplain(&src, cmp.Or(namespace, from), output, search, refuse, ndots, pos, c.InOrStdin(), c.OutOrStdout())
 	})
 	fs := c.Flags()
 	src.register(fs)
@@ -40,11 +47,33 @@ func explainCommand(code *int) *cobra.Command {
 	fs.StringVar(&from, "from", "", "the same as --namespace")
 	fs.IntVar(&ndots, "ndots", 5, "the resolver's ndots option")
 	fs.StringVar(&search, "search", "", `search domains, space separated (default "<namespace>.svc.<zone> svc.<zone> <zone>")`)
+	fs.StringVar(&mode, "mode", "log", "nsguard's mode in front of cluster DNS: log (answers unchanged) or refuse")
+	fs.StringVar(&rcode, "rcode", clusterdns.NXDomain, "what mode refuse answers: NXDOMAIN or REFUSED")
 	fs.StringVarP(&output, "output", "o", "table", "output format: table or json")
 	return c
 }
 
-func runExplain(src *source, from, output, search string, ndots int, pos []string, stdin io.Reader, stdout io.Writer) (int, error) {
+// refuseRcode is the rcode nsguard refuses namespace apex answers with, as the Corefile's
+// mode and rcode say; "" for mode log.
+func refuseRcode(mode, rcode string, rcodeSet bool) (string, error) {
+	switch rcode {
+	case clusterdns.NXDomain, audit.Refused:
+	default:
+		return "", usagef("--rcode %q: want NXDOMAIN or REFUSED", rcode)
+	}
+	switch mode {
+	case "log":
+		if rcodeSet {
+			return "", usagef("--rcode %s: only with --mode refuse", rcode)
+		}
+		return "", nil
+	case "refuse":
+		return rcode, nil
+	}
+	return "", usagef("--mode %q: want log or refuse", mode)
+}
+
+func runExplain(src *source, from, output, search, refuse string, ndots int, pos []string, stdin io.Reader, stdout io.Writer) (int, error) {
 	switch {
 	case len(pos) != 1:
 		return 2, usagef("explain takes one NAME, got %d arguments", len(pos))
@@ -64,7 +93,7 @@ func runExplain(src *source, from, output, search string, ndots int, pos []strin
 	if err := src.check(); err != nil {
 		return 2, err
 	}
-	opts := audit.ExplainOptions{Zone: src.zone, Ndots: ndots}
+	opts := audit.ExplainOptions{Zone: src.zone, Ndots: ndots, Refuse: refuse}
 	if ndots == 0 {
 		opts.Ndots = -1 // the package reads 0 as "default"
 	}
@@ -101,6 +130,9 @@ func checkName(name string) error {
 
 func writeExplanation(w io.Writer, e audit.Explanation) error {
 	fmt.Fprintf(w, "%s from namespace %s (ndots %d, search %s)\n", e.Name, e.From, e.Ndots, strings.Join(e.Search, " "))
+	if e.Refuse != "" {
+		fmt.Fprintf(w, "nsguard in mode refuse answers %s for a namespace apex\n", e.Refuse)
+	}
 	fmt.Fprintf(w, "most likely meant: %s\n\n", e.Meant)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "#\tCANDIDATE\tREAD AS\tCOREDNS\tKUBE-DNS")
@@ -116,7 +148,11 @@ func writeExplanation(w io.Writer, e audit.Explanation) error {
 	}
 	fmt.Fprintln(tw, "RESOLVER\tWITH COREDNS\tWITH KUBE-DNS")
 	for i, core := range e.CoreDNS.Resolvers {
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", core.Resolver, gets(core), gets(e.KubeDNS.Resolvers[i]))
+		name := core.Resolver
+		if name == audit.CAres {
+			name += " " + audit.CAresVersion
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", name, gets(core), gets(e.KubeDNS.Resolvers[i]))
 	}
 	return tw.Flush()
 }
@@ -142,7 +178,11 @@ func gets(r audit.ResolverOutcome) string {
 	if !r.Fails && !r.Meant {
 		s += " (wrong)"
 	}
-	return fmt.Sprintf("candidate %d: %s", r.Candidate+1, s)
+	s = fmt.Sprintf("candidate %d: %s", r.Candidate+1, s)
+	if r.OrNext != nil {
+		s += ", or on to " + gets(*r.OrNext)
+	}
+	return s
 }
 
 func mark(i int, o audit.Outcome) string {
@@ -151,8 +191,20 @@ func mark(i int, o audit.Outcome) string {
 		return "  <- wins"
 	case i == o.Winner:
 		return "  <- wins (wrong)"
-	case i == o.MuslStop:
-		return "  <- musl stops"
+	case i > o.Winner && o.Winner >= 0:
+		return ""
 	}
-	return ""
+	var who []string
+	for _, r := range o.Resolvers {
+		if r.Fails && r.Candidate == i {
+			who = append(who, r.Resolver)
+		}
+	}
+	switch len(who) {
+	case 0:
+		return ""
+	case 1:
+		return "  <- " + who[0] + " stops"
+	}
+	return "  <- " + strings.Join(who, ", ") + " stop"
 }

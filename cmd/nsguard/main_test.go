@@ -40,6 +40,9 @@ func TestExitStatus(t *testing.T) {
 		{"explain without from", []string{"explain", "my-app", "-f", fixtures + "incident.yaml"}, 2, "-n NAMESPACE (or --from) is required"},
 		{"explain -n and --from differ", []string{"explain", "my-app", "-n", "a", "--from", "b"}, 2, `-n "a" and --from "b"`},
 		{"explain bad ndots", []string{"explain", "my-app", "--from", "a", "--ndots", "-1"}, 2, "--ndots -1"},
+		{"explain bad mode", []string{"explain", "my-app", "--from", "a", "--mode", "deny"}, 2, `--mode "deny": want log or refuse`},
+		{"explain bad rcode", []string{"explain", "my-app", "--from", "a", "--mode", "refuse", "--rcode", "SERVFAIL"}, 2, `--rcode "SERVFAIL": want NXDOMAIN or REFUSED`},
+		{"explain rcode in mode log", []string{"explain", "my-app", "--from", "a", "--rcode", "REFUSED"}, 2, "--rcode REFUSED: only with --mode refuse"},
 		{"explain bad name", []string{"explain", "my_app!", "--from", "a"}, 2, `label "my_app!"`},
 		{"explain trap", []string{"explain", "my-app", "--from", "new-namespace-1", "-f", fixtures + "incident.yaml"}, 1, ""},
 		{"explain fine", []string{"explain", "--from", "new-namespace-2", "my-app", "-f", fixtures + "incident.yaml"}, 0, ""},
@@ -155,12 +158,25 @@ func TestExplainOutput(t *testing.T) {
 		"NODATA  <- musl stops",
 		"<- wins (wrong)",
 		"coredns:  candidate 4 (my-app.) goes upstream: NOT what my-app most likely meant",
-		"glibc     candidate 4: the upstream's answer (wrong)  candidate 2: 10.96.0.31 or 10.96.0.32, or fails (wrong)",
-		"musl      candidate 2: fails",
-		"go        candidate 4: the upstream's answer (wrong)  candidate 2: 10.96.0.31 10.96.0.32 (wrong)",
+		"glibc          candidate 4: the upstream's answer (wrong)  candidate 2: 10.96.0.31 or 10.96.0.32, or fails (wrong)",
+		"musl           candidate 2: fails",
+		"go             candidate 4: the upstream's answer (wrong)  candidate 2: 10.96.0.31 10.96.0.32 (wrong)",
+		"c-ares 1.18.1  candidate 4: the upstream's answer (wrong)  candidate 2: 10.96.0.31 or 10.96.0.32 (wrong), or on to candidate 4: the upstream's answer (wrong)",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("explain lacks %q:\n%s", want, out)
+		}
+	}
+	// REFUSED stops glibc, musl and c-ares at the namespace apex; only Go goes on.
+	_, out, _ = runCLI("", "explain", "my-app", "--from", "new-namespace-1", "--mode", "refuse", "--rcode", "REFUSED", "-f", fixtures+"incident.yaml")
+	for _, want := range []string{
+		"nsguard in mode refuse answers REFUSED for a namespace apex",
+		"REFUSED  <- glibc, musl, c-ares stop",
+		"glibc, musl and c-ares stop at candidate 2 (REFUSED) and fail",
+		"c-ares 1.18.1  candidate 2: fails",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("explain --mode refuse --rcode REFUSED lacks %q:\n%s", want, out)
 		}
 	}
 	_, out, _ = runCLI("", "explain", "my-app", "--from", "x", "--ndots", "0", "--search", "a.b", "-o", "json", "-f", fixtures+"incident.yaml")

@@ -264,4 +264,12 @@ func TestDeployRunbookAudit(t *testing.T) {
 		!bytes.Contains(out, []byte("most likely meant: Service my-app in new-namespace-2")) {
 		t.Errorf("nsguard explain: %v, want exit status 1 and the namespace apex candidate\n%s", err, out)
 	}
+	// Step 5's check of rcode REFUSED: it stops glibc, musl and c-ares at the namespace apex.
+	out, _ = exec.CommandContext(t.Context(), bin, "explain", "my-app", "-n", "new-namespace-1", "--mode", "refuse", "--rcode", "REFUSED",
+		"--kubeconfig", env.cp.Kubeconfig).CombinedOutput()
+	for _, want := range []string{"REFUSED  <- glibc, musl, c-ares stop", "c-ares 1.18.1  candidate 2: fails", "go             candidate 4: the upstream's answer"} {
+		if !bytes.Contains(out, []byte(want)) {
+			t.Errorf("nsguard explain --mode refuse --rcode REFUSED lacks %q:\n%s", want, out)
+		}
+	}
 }

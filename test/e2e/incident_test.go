@@ -9,6 +9,8 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/nsguard/nsguard/audit"
+	"github.com/nsguard/nsguard/clusterdns"
 	"github.com/nsguard/nsguard/test/e2e/cluster"
 	"github.com/nsguard/nsguard/test/e2e/coredns"
 	"github.com/nsguard/nsguard/test/e2e/resolvers"
@@ -21,9 +23,9 @@ const (
 	app       = cluster.AppClusterIP // my-app.new-namespace-2: the Service the developer meant
 )
 
-// trapped is what the trap does today: musl stops at the namespace apex NODATA; glibc
-// and Go go on to the corporate domain. Nobody reaches the Service meant.
-var trapped = map[resolvers.Kind]string{resolvers.Glibc: corp, resolvers.Musl: failed, resolvers.Go: corp}
+// trapped is what the trap does today: musl stops at the namespace apex NODATA; glibc, Go
+// and c-ares (from 1.18) go on to the corporate domain. Nobody reaches the Service meant.
+var trapped = map[resolvers.Kind]string{resolvers.Glibc: corp, resolvers.Musl: failed, resolvers.Go: corp, resolvers.CAres: corp}
 
 const apex = "my-app.svc.cluster.local."
 
@@ -36,6 +38,10 @@ func TestTrapWithoutNSGuard(t *testing.T) {
 	p.expect(t, "my-app", trapped)
 	p.expect(t, "other-app-1.my-app", every(otherApp1))
 	p.expect(t, "my-app.new-namespace-2", every(app))
+	up := p.dns.IP + ":53" // it answers corp.example from its own stand-in blocks
+	predicts(t, "my-app", cluster.ClientNamespace, "", up, trapped)
+	predicts(t, "other-app-1.my-app", cluster.ClientNamespace, "", up, every(otherApp1))
+	predicts(t, "my-app.new-namespace-2", cluster.ClientNamespace, "", up, every(app))
 }
 
 // (b) Mode log: the same answers, one line naming the client, question and namespace,
@@ -76,12 +82,26 @@ func TestRefuseMode(t *testing.T) {
 	p.expect(t, "my-app", every(corp))
 	p.expect(t, "other-app-1.my-app", every(otherApp1))
 	p.expect(t, "my-app.new-namespace-2", every(app))
+	predicts(t, "my-app", cluster.ClientNamespace, clusterdns.NXDomain, p.dns.IP+":53", every(corp))
 	if got := p.apexAnswers(t)["refused/nodata"]; got < 3 {
 		t.Errorf("refused/nodata counter is %v, want at least one per resolver", got)
 	}
 	if lines := p.nsguardLines(); len(lines) == 0 || !strings.Contains(lines[0], "action=refused") {
 		t.Errorf("want a line with action=refused, got %q", lines)
 	}
+}
+
+// (c2) Mode refuse with rcode REFUSED: glibc, musl and c-ares stop at the refusal and the
+// lookup fails; Go alone goes on. As explain predicts.
+func TestRefuseModeRefused(t *testing.T) {
+	p := startDNS(t, "127.53.1.11", coredns.Config{NSGuard: "nsguard {\n        mode refuse\n        rcode REFUSED\n    }"})
+	if res := p.ask(t, apex, dns.TypeA); res.Rcode != dns.RcodeRefused {
+		t.Errorf("the namespace apex gave %v, want REFUSED", res)
+	}
+	stopped := map[resolvers.Kind]string{resolvers.Glibc: failed, resolvers.Musl: failed, resolvers.Go: corp, resolvers.CAres: failed}
+	p.expect(t, "my-app", stopped)
+	p.expect(t, "my-app.new-namespace-2", every(app))
+	predicts(t, "my-app", cluster.ClientNamespace, audit.Refused, p.dns.IP+":53", stopped)
 }
 
 // (d) The incident exactly, on kube-dns: see kubedns_test.go.

@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -83,6 +84,18 @@ func TestIncidentKubeDNS(t *testing.T) {
 		g := got[resolvers.Glibc]
 		if g[cluster.OtherApp1IP] == 0 || g[cluster.OtherApp2IP] == 0 || g[failed] == 0 || g[cluster.OtherApp1IP]+g[cluster.OtherApp2IP]+g[failed] != lookups {
 			t.Errorf("glibc got %v, want each wrong address and some failures, nothing else", g)
+		}
+		// c-ares 1.18 takes the target's address when it follows the CNAME; else it reads the
+		// answer as NODATA and goes on, to my-app.corp.example.
+		a := got[resolvers.CAres]
+		if a[cluster.OtherApp1IP] == 0 || a[cluster.OtherApp2IP] == 0 || a[corp] == 0 || a[cluster.OtherApp1IP]+a[cluster.OtherApp2IP]+a[corp] != lookups {
+			t.Errorf("c-ares got %v, want each wrong address and some of %s, nothing else", a, corp)
+		}
+		// Each resolver got every outcome explain allows, and nothing else.
+		for kind, want := range kubeDNSPredicts(t, "my-app", cluster.ClientNamespace, legacy.Addr()) {
+			if keys := slices.Sorted(maps.Keys(got[kind])); !slices.Equal(keys, want) {
+				t.Errorf("%s got %v through kube-dns; explain allows %q", kind, got[kind], want)
+			}
 		}
 	})
 	t.Run("nsguard refuses", func(t *testing.T) {

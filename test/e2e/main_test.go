@@ -1,7 +1,7 @@
 //go:build e2e
 
 // Package e2e runs the incident end to end: a real kube-apiserver and etcd, the CoreDNS
-// of cmd/coredns, and the glibc, musl and Go resolvers looking names up as a pod in
+// of cmd/coredns, and the glibc, musl, Go and c-ares resolvers looking names up as a pod in
 // namespace new-namespace-1 would.
 package e2e
 

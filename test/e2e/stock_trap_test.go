@@ -7,6 +7,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/nsguard/nsguard/clusterdns"
 	"github.com/nsguard/nsguard/test/e2e/cluster"
 )
 
@@ -23,9 +24,10 @@ func TestStockCorefileTrap(t *testing.T) {
 				srv := s.start(t, d, d.listen(), guardLog)
 				before := apexCounts(t, srv)["logged"]
 				s.web.expect(t, "my-app", trapped)
+				predicts(t, "my-app", cluster.ClientNamespace, "", upstreamIP+":53", trapped)
 				waitGuardLine(t, srv, `answer through namespace "my-app"`, "action=logged", "client="+cluster.WebPodIP)
 				counted := apexCounts(t, srv)["logged"] - before
-				t.Logf("%s, mode log: %v namespace apex answers counted for one pod's lookups (glibc, musl, Go)", d.name, counted)
+				t.Logf("%s, mode log: %v namespace apex answers counted for one pod's lookups (glibc, musl, Go, c-ares)", d.name, counted)
 				if counted < 1 {
 					t.Errorf("coredns_nsguard_namespace_apex_answers_total{action=\"logged\"} rose by %v, want at least 1", counted)
 				}
@@ -75,6 +77,8 @@ func TestStockCorefileTrap(t *testing.T) {
 					}
 					s.web.expect(t, "my-app", every(corp)) // musl too goes on to my-app.corp.example
 					s.probe.expect(t, "my-app", trapped)   // allowed: the trap as without nsguard
+					predicts(t, "my-app", cluster.ClientNamespace, clusterdns.NXDomain, upstreamIP+":53", every(corp))
+					predicts(t, "my-app", cluster.ProbeNamespace, "", upstreamIP+":53", trapped)
 					t.Logf("%s, mode refuse, %s first: apex answers counted %v", d.name, first, apexCounts(t, srv))
 				})
 			}

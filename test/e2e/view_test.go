@@ -56,7 +56,7 @@ func TestEndpointShadow(t *testing.T) {
 	}
 	shadow := "primary.db.new-namespace-1.svc.cluster.local."
 	glibcMusl := func(want string) map[resolvers.Kind]string {
-		return map[resolvers.Kind]string{resolvers.Glibc: want, resolvers.Musl: want, resolvers.Go: want}
+		return map[resolvers.Kind]string{resolvers.Glibc: want, resolvers.Musl: want, resolvers.Go: want, resolvers.CAres: want}
 	}
 
 	t.Run("without nsguard", func(t *testing.T) {

@@ -55,8 +55,13 @@ of both, in random order. Each resolver looks my-app up %d times through it:`, l
 	if g[one] == 0 || g[two] == 0 || g[lookupFailed] == 0 || g[one]+g[two]+g[lookupFailed] != lookups {
 		return fmt.Errorf("expected glibc to get each wrong address, and to fail some lookups; it got %v", g)
 	}
+	corp := named(coredns.CorpIP)
+	if a := got[resolvers.CAres]; a[one] == 0 || a[two] == 0 || a[corp] == 0 || a[one]+a[two]+a[corp] != lookups {
+		return fmt.Errorf("expected c-ares to get each wrong address, and my-app.corp.example some of the time; it got %v", a)
+	}
 	d.say(`That is the incident: the login check reached other-app-1 one time and other-app-2 the next,
-and users were logged out. glibc also fails outright when the address comes before the CNAME.
+and users were logged out. glibc also fails outright when the address comes before the CNAME;
+c-ares then reads the answer as empty and goes on, to my-app.corp.example.
 Now a CoreDNS with nsguard in mode refuse in front of kube-dns, as a node-local cache would be:`)
 
 	dir := filepath.Join(d.work, "guard")

@@ -1,5 +1,5 @@
 // Command demo (make demo) replays the incident nsguard exists for on a real kube-apiserver,
-// a real CoreDNS with nsguard and the real glibc, musl and Go resolvers, and tears it all
+// a real CoreDNS with nsguard and the real glibc, musl, Go and c-ares resolvers, and tears it all
 // down. Every step checks what it tells: if the machine disagrees, it says so and exits 1.
 package main
 
@@ -135,21 +135,23 @@ func (d *demo) teardown() {
 func (d *demo) intro() {
 	d.bold("nsguard demo: how a namespace can capture a short name, and what nsguard does about it")
 	fmt.Println("Everything runs on this machine and is removed at the end: a real kube-apiserver and etcd,")
-	fmt.Println("CoreDNS with nsguard, and the real glibc, musl and Go resolvers seeing a pod's /etc/resolv.conf.")
+	fmt.Println("CoreDNS with nsguard, and the real glibc, musl, Go and c-ares resolvers seeing a pod's /etc/resolv.conf.")
 }
 
 func (d *demo) summary() {
 	fmt.Println()
 	d.bold("What you saw")
 	d.say(`A pod in new-namespace-1 looked up "my-app". Its search list turned that into my-app.svc.cluster.local,
-which cluster DNS reads as the namespace my-app. On CoreDNS musl (Alpine) failed there, glibc and Go
-went on to my-app.corp.example, a different host; on kube-dns every resolver reached other-app-1 or
-other-app-2, changing from one lookup to the next, or glibc failed. None reached the Service meant.
+which cluster DNS reads as the namespace my-app. On CoreDNS musl (Alpine) failed there, glibc, Go and
+c-ares went on to my-app.corp.example, a different host; on kube-dns every resolver reached other-app-1
+or other-app-2, changing from one lookup to the next, or glibc failed, or c-ares went on to
+my-app.corp.example. None reached the Service meant.
 nsguard, in log mode, said who asked, what they typed, what they got and what to change; it put an
 Event on the Pod for its team, and counted it by the client's namespace in
 coredns_nsguard_namespace_apex_answers_total: alert on that counter's rate. nsguard offenders read
 the log back as one row per client and name.
-mode refuse made every resolver move past the namespace, on CoreDNS and on kube-dns alike; the fix
+mode refuse made every resolver move past the namespace, on CoreDNS and on kube-dns alike; with
+rcode REFUSED glibc, musl and c-ares stopped there and failed, as nsguard explain predicted. The fix
 that reaches the right Service is in the cluster: an ExternalName Service my-app in the client's
 namespace.`)
 	fmt.Println()

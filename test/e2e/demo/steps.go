@@ -12,6 +12,7 @@ import (
 	"github.com/miekg/dns"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nsguard/nsguard/audit"
 	"github.com/nsguard/nsguard/test/e2e/cluster"
 	"github.com/nsguard/nsguard/test/e2e/coredns"
 	"github.com/nsguard/nsguard/test/e2e/resolvers"
@@ -54,10 +55,16 @@ func (d *demo) build() error {
 	}); err != nil {
 		return err
 	}
-	return d.timed("lookup programs for glibc, musl and Go", func() (err error) {
+	if err := d.timed("lookup programs for glibc, musl, Go and c-ares", func() (err error) {
 		d.clients, err = resolvers.Build(d.ctx, filepath.Join(d.work, "resolvers"))
 		return err
-	})
+	}); err != nil {
+		return err
+	}
+	if v, err := d.clients.CAresVersion(d.ctx); err != nil || v != audit.CAresVersion {
+		return fmt.Errorf("expected the c-ares client to run with c-ares %s, the one nsguard explain models; it runs with %q (%v)", audit.CAresVersion, v, err)
+	}
+	return nil
 }
 
 func (d *demo) cluster() error {
@@ -148,7 +155,7 @@ func (d *demo) trap() error {
 	if err != nil {
 		return err
 	}
-	if err := expect(res, []resolvers.Kind{resolvers.Glibc, resolvers.Go}, coredns.CorpIP); err != nil {
+	if err := expect(res, []resolvers.Kind{resolvers.Glibc, resolvers.Go, resolvers.CAres}, coredns.CorpIP); err != nil {
 		return err
 	}
 	if r := res[resolvers.Musl]; r.OK() {
@@ -177,7 +184,7 @@ func (d *demo) trap() error {
 		d.show(fmt.Sprintf("%-42s %-21s %s", name, brief(m), w.meaning))
 	}
 	d.say(`musl stops at the first empty answer: the lookup fails, as it would on Alpine.
-glibc and Go go on, past the namespace, to my-app.corp.example: a wrong host, silently.
+glibc, Go and c-ares (since 1.18) go on, past the namespace, to my-app.corp.example: a wrong host, silently.
 Either way the namespace my-app captured the name, and nothing in the cluster said so.`)
 	return nil
 }
@@ -251,10 +258,63 @@ func (d *demo) refuse() error {
 	d.say(`and counts it with action="refused":`)
 	d.show(strings.Join(c.lines, "\n"))
 	d.say(`NXDOMAIN sends every resolver on to its next search domain, musl included: clients now all
-behave alike, and none stops at the namespace. But they all reach my-app.corp.example, still not
-the Service in new-namespace-2: refusing cannot know which Service was meant. The real fix is the
-one from the incident's blog post.`)
+behave alike, and none stops at the namespace.`)
+	if err := d.refuseLoud(); err != nil {
+		return err
+	}
+	d.say(`Either way they reach my-app.corp.example at best, still not the Service in new-namespace-2:
+refusing cannot know which Service was meant. The real fix is the one from the incident's blog post.`)
 	return nil
+}
+
+// refuseLoud switches nsguard to rcode REFUSED, which stops glibc, musl and c-ares at the
+// namespace apex, and shows that nsguard explain predicts just that.
+func (d *demo) refuseLoud() error {
+	d.cfg.NSGuard = d.nsguard("mode refuse\n        rcode REFUSED")
+	if err := d.dns.Reload(d.cfg.Corefile()); err != nil {
+		return err
+	}
+	apex := "my-app.svc.cluster.local"
+	if _, err := d.waitAnswer(apex, dns.TypeA, 15*time.Second, isRcode(dns.RcodeRefused)); err != nil {
+		return fmt.Errorf("expected %s A to turn REFUSED after the reload: %w", apex, err)
+	}
+	d.say(`'rcode REFUSED' is the other choice. After a reload, the pod looks up "my-app" again:`)
+	res, err := d.lookupAll("my-app")
+	if err != nil {
+		return err
+	}
+	if err := expect(res, []resolvers.Kind{resolvers.Go}, coredns.CorpIP); err != nil {
+		return err
+	}
+	for _, k := range []resolvers.Kind{resolvers.Glibc, resolvers.Musl, resolvers.CAres} {
+		if r := res[k]; r.OK() {
+			return fmt.Errorf("expected %v to stop at the REFUSED answer and fail, it got %s", k, result(r))
+		}
+	}
+	args := []string{"explain", "my-app", "-n", cluster.ClientNamespace, "--kubeconfig", d.cp.Kubeconfig,
+		"--search", strings.Join(resolvers.PodSearch(cluster.ClientNamespace), " "), "--mode", "refuse", "--rcode", "REFUSED"}
+	out, _ := exec.CommandContext(d.ctx, d.cliBin, args...).Output() // exit status 1: not what my-app meant
+	table := string(out)
+	if i := strings.Index(table, "RESOLVER"); i >= 0 {
+		table = table[i:]
+	}
+	for _, want := range []string{"glibc          candidate 2: fails", "musl           candidate 2: fails",
+		"go             candidate 4: the upstream's answer", "c-ares " + audit.CAresVersion + "  candidate 2: fails"} {
+		if !strings.Contains(table, want) {
+			return fmt.Errorf("expected nsguard explain to predict %q:\n%s", want, out)
+		}
+	}
+	d.say("$ nsguard explain my-app -n %s --search '...' --mode refuse --rcode REFUSED   (its last lines)", cluster.ClientNamespace)
+	d.show(table)
+	d.say(`glibc, musl and c-ares stop their search at a REFUSED answer: the lookup fails, loudly, instead of
+reaching another host. Only Go goes on. NXDOMAIN, the default, is the one that lets every resolver,
+c-ares included, move on.`)
+	d.cfg.NSGuard = d.nsguard("mode refuse")
+	if err := d.dns.Reload(d.cfg.Corefile()); err != nil {
+		return err
+	}
+	_, err = d.waitAnswer(apex, dns.TypeA, 15*time.Second, isRcode(dns.RcodeNameError))
+	return err
 }
 
 // nsguard is the demo's nsguard block, with a line more.

@@ -61,7 +61,7 @@ func Start(addr string, c *clusterdns.Cluster, upstream string) (*Server, error)
 	}
 	s := &Server{addr: pc.LocalAddr().String()}
 	if upstream != "" {
-		s.upstream = forwarder(upstream)
+		s.upstream = Forwarder(upstream)
 	}
 	s.cluster.Store(c)
 	var started sync.WaitGroup

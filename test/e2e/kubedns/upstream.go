@@ -9,11 +9,12 @@ import (
 	"github.com/nsguard/nsguard/clusterdns"
 )
 
-// forwarder is kube-dns's upstream: a DNS server at an "ip:port".
-type forwarder string
+// Forwarder is kube-dns's upstream: a DNS server at an "ip:port". explain asks it too, to
+// predict the names outside the zone.
+type Forwarder string
 
 // Resolve implements clusterdns.UpstreamResolver.
-func (f forwarder) Resolve(qname, qtype string) clusterdns.Answer {
+func (f Forwarder) Resolve(qname, qtype string) clusterdns.Answer {
 	m := new(dns.Msg)
 	m.SetQuestion(dns.Fqdn(qname), dns.StringToType[qtype])
 	res, err := f.exchange(m)
@@ -29,7 +30,7 @@ func (f forwarder) Resolve(qname, qtype string) clusterdns.Answer {
 	return a
 }
 
-func (f forwarder) exchange(m *dns.Msg) (*dns.Msg, error) {
+func (f Forwarder) exchange(m *dns.Msg) (*dns.Msg, error) {
 	c := &dns.Client{Timeout: 2 * time.Second}
 	res, _, err := c.Exchange(m, string(f))
 	return res, err
@@ -38,7 +39,7 @@ func (f forwarder) exchange(m *dns.Msg) (*dns.Msg, error) {
 // forward passes a question outside the zone to the upstream, as kube-dns does, or
 // answers SERVFAIL without one.
 func (s *Server) forward(req *dns.Msg) *dns.Msg {
-	if f, ok := s.upstream.(forwarder); ok {
+	if f, ok := s.upstream.(Forwarder); ok {
 		if res, err := f.exchange(req); err == nil {
 			return res
 		}

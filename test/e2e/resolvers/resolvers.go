@@ -1,5 +1,5 @@
 // Package resolvers builds and runs the real stub resolvers a pod may use
-// (glibc, musl, Go's own) against a given resolv.conf, so end-to-end tests see
+// (glibc, musl, Go's own, c-ares) against a given resolv.conf, so end-to-end tests see
 // exactly what an application would see, search list and all.
 package resolvers
 
@@ -21,6 +21,8 @@ import (
 var (
 	//go:embed clookup/lookup.c
 	lookupC []byte
+	//go:embed clookup/cares.c
+	caresC []byte
 	//go:embed golookup/main.go
 	golookupGo []byte
 )
@@ -32,6 +34,7 @@ const (
 	Glibc Kind = iota // getaddrinfo from Debian's glibc (dynamically linked)
 	Musl              // getaddrinfo from musl, as on Alpine (static)
 	Go                // Go's pure resolver (net.Resolver{PreferGo: true})
+	CAres             // ares_getaddrinfo from Debian's libc-ares, as Envoy resolves
 )
 
 func (k Kind) String() string {
@@ -42,12 +45,14 @@ func (k Kind) String() string {
 		return "musl"
 	case Go:
 		return "go"
+	case CAres:
+		return "c-ares"
 	}
 	return fmt.Sprintf("Kind(%d)", int(k))
 }
 
 // Kinds lists every resolver, for table tests.
-var Kinds = []Kind{Glibc, Musl, Go}
+var Kinds = []Kind{Glibc, Musl, Go, CAres}
 
 // Result is what one lookup gave: sorted addresses, or the resolver's error
 // text (e.g. "Name does not resolve" from musl) when it failed to resolve.
@@ -64,11 +69,21 @@ type Clients struct {
 	bins map[Kind]string
 }
 
-// tools are needed at Build (compilers) or at Lookup (namespace + bind mount).
+// caresHeader is the header of Debian's libc-ares-dev, which the c-ares client is built with.
+const caresHeader = "/usr/include/ares.h"
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// tools are needed at Build (compilers, the c-ares header) or at Lookup (namespace + bind
+// mount): a command on the PATH, or a file by its path.
 var tools = []struct{ name, hint string }{
 	{"gcc", "apt-get install gcc libc6-dev"},
 	{"musl-gcc", "apt-get install musl-tools"},
 	{"go", "install Go and put it on PATH"},
+	{caresHeader, "apt-get install libc-ares-dev"},
 	{"unshare", "apt-get install util-linux"},
 	{"mount", "apt-get install mount"},
 	{"sh", "apt-get install dash"},
@@ -78,7 +93,7 @@ var tools = []struct{ name, hint string }{
 // naming the package to install: the suite must fail, never skip.
 func Build(ctx context.Context, outDir string) (*Clients, error) {
 	for _, t := range tools {
-		if _, err := exec.LookPath(t.name); err != nil {
+		if _, err := exec.LookPath(t.name); err != nil && !fileExists(t.name) {
 			return nil, fmt.Errorf("%s not found: %s", t.name, t.hint)
 		}
 	}
@@ -92,8 +107,11 @@ func Build(ctx context.Context, outDir string) (*Clients, error) {
 	if err := os.MkdirAll(src, 0o755); err != nil {
 		return nil, err
 	}
-	cFile, goFile := filepath.Join(src, "lookup.c"), filepath.Join(src, "golookup.go")
+	cFile, caresFile, goFile := filepath.Join(src, "lookup.c"), filepath.Join(src, "cares.c"), filepath.Join(src, "golookup.go")
 	if err := os.WriteFile(cFile, lookupC, 0o644); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(caresFile, caresC, 0o644); err != nil {
 		return nil, err
 	}
 	if err := os.WriteFile(goFile, golookupGo, 0o644); err != nil {
@@ -103,6 +121,7 @@ func Build(ctx context.Context, outDir string) (*Clients, error) {
 		Glibc: filepath.Join(outDir, "lookup-glibc"),
 		Musl:  filepath.Join(outDir, "lookup-musl"),
 		Go:    filepath.Join(outDir, "lookup-go"),
+		CAres: filepath.Join(outDir, "lookup-cares"),
 	}}
 	builds := []struct {
 		kind Kind
@@ -111,6 +130,7 @@ func Build(ctx context.Context, outDir string) (*Clients, error) {
 	}{
 		{Glibc, nil, []string{"gcc", "-O2", "-Wall", "-o", c.bins[Glibc], cFile}},
 		{Musl, nil, []string{"musl-gcc", "-static", "-O2", "-Wall", "-o", c.bins[Musl], cFile}},
+		{CAres, nil, []string{"gcc", "-O2", "-Wall", "-o", c.bins[CAres], caresFile, "-lcares"}},
 		// A lone file outside any module builds on its own; CGO_ENABLED=0 rules
 		// out the cgo resolver at link time too.
 		{Go, []string{"CGO_ENABLED=0", "GOWORK=off", "GOFLAGS="},
@@ -125,6 +145,15 @@ func Build(ctx context.Context, outDir string) (*Clients, error) {
 		}
 	}
 	return c, nil
+}
+
+// CAresVersion is the version of the c-ares library the c-ares client runs with.
+func (c *Clients) CAresVersion(ctx context.Context) (string, error) {
+	out, err := exec.CommandContext(ctx, c.bins[CAres], "-version").Output()
+	if err != nil {
+		return "", fmt.Errorf("c-ares client: %v", err)
+	}
+	return strings.TrimSpace(string(out)), nil
 }
 
 // nsScript gives the program a private mount namespace whose /etc/resolv.conf

@@ -23,7 +23,7 @@ import (
 // other servers on this machine sit on 127.0.0.1:53.
 const serverIP = "127.53.0.1"
 
-// TestLookups drives real glibc, musl and Go resolvers through a pod's search list against
+// TestLookups drives real glibc, musl, Go and c-ares resolvers through a pod's search list against
 // the kube-dns stand-in holding the incident: what each does with the namespace apex's
 // answer is the e2e suite's TestIncidentKubeDNS; here, that the harness reports answers
 // and failures as each resolver words them.
@@ -67,6 +67,7 @@ func TestLookups(t *testing.T) {
 		Glibc: "Name or service not known",
 		Musl:  "Name does not resolve",
 		Go:    "no such host",
+		CAres: "Domain name not found",
 	}
 	for _, k := range Kinds {
 		t.Run(k.String(), func(t *testing.T) {
