@@ -57,8 +57,9 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzOffenders$$' -fuzztime $(FUZZTIME) ./cmd/nsguard
 	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) ./audit
 
-# Go benchmarks, 10 runs each; benchstat puts nsguard beside the next handler alone, and
-# beside the any plugin on a fresh goroutine per query, as CoreDNS serves them.
+# Go benchmarks, 10 runs each; benchstat puts nsguard beside the next handler alone, beside
+# cache alone for the held path through cache (ServeDNSThroughCache), and beside the any
+# plugin on a fresh goroutine per query, as CoreDNS serves them.
 bench-go:
 	@mkdir -p $(BIN)
 	$(GO) test -run '^$$' -bench 'ServeDNS|FreshGoroutine' -count 10 . | tee $(BIN)/bench.txt
