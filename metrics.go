@@ -1,11 +1,14 @@
 package nsguard
 
 import (
+	"context"
 	"maps"
 	"sync"
 	"sync/atomic"
 
+	"github.com/coredns/coredns/core/dnsserver"
 	"github.com/coredns/coredns/plugin"
+	"github.com/coredns/coredns/plugin/metrics"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
@@ -138,22 +141,9 @@ func (c *counterCache[K]) get(k K) prometheus.Counter {
 	return ctr
 }
 
-type apexLabels struct{ server, zone, view, answer, action, clientNS string }
-
 type serverLabels struct{ server, reason string }
 
-type shadowLabels struct{ server, zone, view, action, clientNS string }
-
 var (
-	apexCounters = &counterCache[apexLabels]{create: func(l apexLabels) prometheus.Counter {
-		return namespaceApexAnswers.WithLabelValues(l.server, l.zone, l.view, l.answer, l.action, l.clientNS)
-	}}
-	suppressedCounters = &counterCache[serverLabels]{create: func(l serverLabels) prometheus.Counter {
-		return logLinesSuppressed.WithLabelValues(l.server, l.reason)
-	}}
-	shadowCounters = &counterCache[shadowLabels]{create: func(l shadowLabels) prometheus.Counter {
-		return endpointShadows.WithLabelValues(l.server, l.zone, l.view, l.action, l.clientNS)
-	}}
 	skipCounters = &counterCache[serverLabels]{create: func(l serverLabels) prometheus.Counter {
 		return viewSkips.WithLabelValues(l.server, l.reason)
 	}}
@@ -164,6 +154,150 @@ var (
 		return eventsDropped.WithLabelValues(l.server, l.reason)
 	}}
 )
+
+// heldCounters are the counters one NSGuard's held answers add to. Every held answer adds to
+// two, so they are found without hashing six label values: by the query's server (a pointer
+// in its context) and view, then by zone and client namespace, then by position. Each series
+// is still made when it is first counted, as WithLabelValues would make it.
+type heldCounters struct {
+	mu      sync.Mutex
+	servers atomic.Pointer[map[serverKey]*serverCounters] // copied on write
+}
+
+type serverKey struct {
+	srv  any // the context's dnsserver.Key value: the *dnsserver.Server, or nil
+	view string
+}
+
+// serverCounters are the counters of one server and view.
+type serverCounters struct {
+	server, view string
+	suppressed   [2]lazyCounter // by reason: repeat, limit
+
+	mu      sync.Mutex
+	clients atomic.Pointer[map[clientKey]*clientCounters] // copied on write
+}
+
+type clientKey struct{ zone, namespace string }
+
+// clientCounters are the counters of one zone and client namespace, under one server.
+type clientCounters struct {
+	zone, clientNS string            // label values
+	apex           [2][3]lazyCounter // by answer (records, nodata) and action (logged, refused, allowed)
+	shadow         [3]lazyCounter    // by action
+}
+
+// lazyCounter is one series, made when first counted. Two first counts at once make it
+// twice, and the vector gives both the same series.
+type lazyCounter struct{ p atomic.Pointer[counterRef] }
+
+type counterRef struct{ prometheus.Counter }
+
+// add counts one on the series if it is made; else it reports false, for the caller to make it.
+func (l *lazyCounter) add() bool {
+	if p := l.p.Load(); p != nil {
+		p.Inc()
+		return true
+	}
+	return false
+}
+
+func (l *lazyCounter) make(c prometheus.Counter) {
+	l.p.Store(&counterRef{c})
+	c.Inc()
+}
+
+// forServer returns the counters of the query's server and view.
+func (h *heldCounters) forServer(ctx context.Context) *serverCounters {
+	k := serverKey{ctx.Value(dnsserver.Key{}), metrics.WithView(ctx)}
+	if m := h.servers.Load(); m != nil {
+		if sc, ok := (*m)[k]; ok {
+			return sc
+		}
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	old := h.servers.Load()
+	if old != nil {
+		if sc, ok := (*old)[k]; ok {
+			return sc
+		}
+	}
+	m := make(map[serverKey]*serverCounters)
+	if old != nil {
+		maps.Copy(m, *old)
+	}
+	sc := &serverCounters{server: metrics.WithServer(ctx), view: k.view}
+	m[k] = sc
+	h.servers.Store(&m)
+	return sc
+}
+
+// forClient returns the counters of zone and of the client Pod's namespace ns ("" unknown).
+func (sc *serverCounters) forClient(zone, ns string) *clientCounters {
+	k := clientKey{zone, ns}
+	if m := sc.clients.Load(); m != nil {
+		if cc, ok := (*m)[k]; ok {
+			return cc
+		}
+	}
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	old := sc.clients.Load()
+	if old != nil {
+		if cc, ok := (*old)[k]; ok {
+			return cc
+		}
+	}
+	m := make(map[clientKey]*clientCounters)
+	if old != nil {
+		maps.Copy(m, *old)
+	}
+	cc := &clientCounters{zone: zone, clientNS: clientNamespaces.value(sc.server, ns)}
+	m[k] = cc
+	sc.clients.Store(&m)
+	return cc
+}
+
+// suppressedLine counts a log line the limits held back.
+func (sc *serverCounters) suppressedLine(reason string) {
+	l := &sc.suppressed[0]
+	if reason == reasonLimit {
+		l = &sc.suppressed[1]
+	}
+	if !l.add() {
+		l.make(logLinesSuppressed.WithLabelValues(sc.server, reason))
+	}
+}
+
+func (sc *serverCounters) apex(cc *clientCounters, answer, action string) {
+	if l := &cc.apex[answerIndex(answer)][actionIndex(action)]; !l.add() {
+		l.make(namespaceApexAnswers.WithLabelValues(sc.server, cc.zone, sc.view, answer, action, cc.clientNS))
+	}
+}
+
+func (sc *serverCounters) shadow(cc *clientCounters, action string) {
+	if l := &cc.shadow[actionIndex(action)]; !l.add() {
+		l.make(endpointShadows.WithLabelValues(sc.server, cc.zone, sc.view, action, cc.clientNS))
+	}
+}
+
+func answerIndex(answer string) int {
+	if answer == answerRecords {
+		return 0
+	}
+	return 1
+}
+
+func actionIndex(action string) int {
+	switch action {
+	case actionLogged:
+		return 0
+	case actionRefused:
+		return 1
+	}
+	return 2
+}
 
 // maxClientNamespaces bounds the client_namespace label: the first this many namespaces a
 // server sees get their own series, later ones share "other". Namespaces are made by the
