@@ -108,38 +108,46 @@ const (
 	clientOther   = "other"   // past maxClientNamespaces
 )
 
-// counterCache keeps the counters of a vector by their label values, so the query path
-// reads a map instead of hashing and validating labels on every answer. The set of
-// label values is small and fixed by the configuration, so the map is copied on write.
-type counterCache[K comparable] struct {
-	create func(K) prometheus.Counter
-	mu     sync.Mutex
-	m      atomic.Pointer[map[K]prometheus.Counter]
+// readMostly is a map the query path reads without a lock. Its keys are few and fixed by
+// the configuration and the cluster, so it is copied on write.
+type readMostly[K comparable, V any] struct {
+	mu sync.Mutex
+	m  atomic.Pointer[map[K]V]
 }
 
-func (c *counterCache[K]) get(k K) prometheus.Counter {
+// get returns the value of k, made by create the first time.
+func (c *readMostly[K, V]) get(k K, create func(K) V) V {
 	if m := c.m.Load(); m != nil {
-		if ctr, ok := (*m)[k]; ok {
-			return ctr
+		if v, ok := (*m)[k]; ok {
+			return v
 		}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	old := c.m.Load()
 	if old != nil {
-		if ctr, ok := (*old)[k]; ok {
-			return ctr
+		if v, ok := (*old)[k]; ok {
+			return v
 		}
 	}
-	m := make(map[K]prometheus.Counter)
+	m := make(map[K]V)
 	if old != nil {
 		maps.Copy(m, *old)
 	}
-	ctr := c.create(k)
-	m[k] = ctr
+	v := create(k)
+	m[k] = v
 	c.m.Store(&m)
-	return ctr
+	return v
 }
+
+// counterCache keeps the counters of a vector by their label values, so the query path
+// reads a map instead of hashing and validating labels on every answer.
+type counterCache[K comparable] struct {
+	create func(K) prometheus.Counter
+	m      readMostly[K, prometheus.Counter]
+}
+
+func (c *counterCache[K]) get(k K) prometheus.Counter { return c.m.get(k, c.create) }
 
 type serverLabels struct{ server, reason string }
 
@@ -160,8 +168,7 @@ var (
 // in its context) and view, then by zone and client namespace, then by position. Each series
 // is still made when it is first counted, as WithLabelValues would make it.
 type heldCounters struct {
-	mu      sync.Mutex
-	servers atomic.Pointer[map[serverKey]*serverCounters] // copied on write
+	servers readMostly[serverKey, *serverCounters]
 }
 
 type serverKey struct {
@@ -173,9 +180,7 @@ type serverKey struct {
 type serverCounters struct {
 	server, view string
 	suppressed   [2]lazyCounter // by reason: repeat, limit
-
-	mu      sync.Mutex
-	clients atomic.Pointer[map[clientKey]*clientCounters] // copied on write
+	clients      readMostly[clientKey, *clientCounters]
 }
 
 type clientKey struct{ zone, namespace string }
@@ -209,54 +214,16 @@ func (l *lazyCounter) make(c prometheus.Counter) {
 
 // forServer returns the counters of the query's server and view.
 func (h *heldCounters) forServer(ctx context.Context) *serverCounters {
-	k := serverKey{ctx.Value(dnsserver.Key{}), metrics.WithView(ctx)}
-	if m := h.servers.Load(); m != nil {
-		if sc, ok := (*m)[k]; ok {
-			return sc
-		}
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	old := h.servers.Load()
-	if old != nil {
-		if sc, ok := (*old)[k]; ok {
-			return sc
-		}
-	}
-	m := make(map[serverKey]*serverCounters)
-	if old != nil {
-		maps.Copy(m, *old)
-	}
-	sc := &serverCounters{server: metrics.WithServer(ctx), view: k.view}
-	m[k] = sc
-	h.servers.Store(&m)
-	return sc
+	return h.servers.get(serverKey{ctx.Value(dnsserver.Key{}), metrics.WithView(ctx)}, func(k serverKey) *serverCounters {
+		return &serverCounters{server: metrics.WithServer(ctx), view: k.view}
+	})
 }
 
 // forClient returns the counters of zone and of the client Pod's namespace ns ("" unknown).
 func (sc *serverCounters) forClient(zone, ns string) *clientCounters {
-	k := clientKey{zone, ns}
-	if m := sc.clients.Load(); m != nil {
-		if cc, ok := (*m)[k]; ok {
-			return cc
-		}
-	}
-	sc.mu.Lock()
-	defer sc.mu.Unlock()
-	old := sc.clients.Load()
-	if old != nil {
-		if cc, ok := (*old)[k]; ok {
-			return cc
-		}
-	}
-	m := make(map[clientKey]*clientCounters)
-	if old != nil {
-		maps.Copy(m, *old)
-	}
-	cc := &clientCounters{zone: zone, clientNS: clientNamespaces.value(sc.server, ns)}
-	m[k] = cc
-	sc.clients.Store(&m)
-	return cc
+	return sc.clients.get(clientKey{zone, ns}, func(k clientKey) *clientCounters {
+		return &clientCounters{zone: k.zone, clientNS: clientNamespaces.value(sc.server, k.namespace)}
+	})
 }
 
 // suppressedLine counts a log line the limits held back.
