@@ -122,7 +122,7 @@ func (s *share) add(d time.Duration, stack []string) {
 			return
 		case strings.HasPrefix(f, "github.com/nsguard/nsguard"):
 			s.guard += v
-			if strings.Contains(f, "(*view)") {
+			if strings.HasPrefix(f, "github.com/nsguard/nsguard/clusterview.") {
 				s.view += v
 			}
 			return
