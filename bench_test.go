@@ -95,8 +95,11 @@ func BenchmarkServeDNS(b *testing.B) {
 	}
 }
 
+// benchClients are the addresses of the client Pods of benchView; newWriter's is the first.
+var benchClients = []string{"10.244.1.5", "10.244.1.6", "10.244.1.7", "10.244.1.8"}
+
 // benchView is a synced view of 200 namespaces of 5 Services, one of them headless with
-// named endpoints, and the Pod that asks.
+// named endpoints, and the Pods that ask, each in a namespace of its own.
 func benchView(b *testing.B) clusterView {
 	var objs []runtime.Object
 	for i := range 200 {
@@ -111,8 +114,14 @@ func benchView(b *testing.B) clusterView {
 		}
 		objs = append(objs, slice)
 	}
-	objs = append(objs, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "new-namespace-1", Name: "client"},
-		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIPs: []corev1.PodIP{{IP: "10.244.1.5"}}}})
+	for k, ip := range benchClients {
+		ns := "new-namespace-1"
+		if k > 0 {
+			ns = "team-" + strconv.Itoa(k+1)
+		}
+		objs = append(objs, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "client"},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIPs: []corev1.PodIP{{IP: ip}}}})
+	}
 	v, _ := startView(b, true, objs...)
 	return v
 }

@@ -32,14 +32,16 @@ type decision struct {
 }
 
 // answer decides what the client gets for res, the next plugin's answer to r, and gives it.
+// The decision is handed on by pointer: a copy of it in each call's arguments would grow
+// answer's frame, under every write of a held answer.
 func (g *NSGuard) answer(ctx context.Context, w dns.ResponseWriter, r, res *dns.Msg, rcode int, err error) (int, error) {
-	d, held := g.decide(ctx, w, r, res, err)
-	if !held {
+	var d decision
+	if !g.decide(ctx, w, r, res, err, &d) {
 		w.WriteMsg(res)
 		return rcode, err
 	}
-	server := metrics.WithServer(ctx)
-	d.count(server, metrics.WithView(ctx))
+	sc := g.counters.forServer(ctx)
+	d.count(sc)
 	if d.action == actionRefused {
 		w.WriteMsg(refusal(r, res, g.rcode, g.soas[d.name.Zone]))
 		rcode, err = dns.RcodeSuccess, nil // written: the server must not answer again
@@ -50,22 +52,30 @@ func (g *NSGuard) answer(ctx context.Context, w dns.ResponseWriter, r, res *dns.
 		w.WriteMsg(res)
 	}
 	if d.action != actionAllowed {
-		g.report(server, r, res, d)
+		g.report(sc, r, res, &d)
 		if g.events != nil && d.pod != "" {
-			g.events.offer(server, r, d)
+			g.offer(sc, r, &d)
 		}
 	}
 	return rcode, err
 }
 
-// decide reads who asked and what came back. An answer is held only when it is NOERROR:
-// errors pass untouched, a truncated answer comes back over TCP, and an endpoint name
-// that gave no records shadows nothing.
-func (g *NSGuard) decide(ctx context.Context, w dns.ResponseWriter, r, res *dns.Msg, err error) (decision, bool) {
+// offer hands d to the Events worker.
+//
+//go:noinline
+func (g *NSGuard) offer(sc *serverCounters, r *dns.Msg, d *decision) {
+	g.events.offer(sc.server, r, *d)
+}
+
+// decide reads who asked and what came back into d, a zero decision, and reports whether the
+// answer is held.
+// It is only when it is NOERROR: errors pass untouched, a truncated answer comes back over
+// TCP, and an endpoint name that gave no records shadows nothing.
+func (g *NSGuard) decide(ctx context.Context, w dns.ResponseWriter, r, res *dns.Msg, err error, d *decision) bool {
 	if err != nil || res.Rcode != dns.RcodeSuccess || res.Truncated {
-		return decision{}, false
+		return false
 	}
-	d := decision{name: clusterdns.Classify(r.Question[0].Name, g.zones), answer: answerNoData, action: actionLogged}
+	d.name, d.answer, d.action = clusterdns.Classify(r.Question[0].Name, g.zones), answerNoData, actionLogged
 	if len(res.Answer) > 0 {
 		d.answer = answerRecords
 	}
@@ -74,11 +84,11 @@ func (g *NSGuard) decide(ctx context.Context, w dns.ResponseWriter, r, res *dns.
 	case clusterdns.NamespaceApex:
 	case clusterdns.EndpointName:
 		if len(res.Answer) == 0 {
-			return decision{}, false
+			return false
 		}
 		d.kind, mode = shadowKind, g.shadows
 	default:
-		return decision{}, false
+		return false
 	}
 
 	d.client = remoteIP(w)
@@ -96,18 +106,18 @@ func (g *NSGuard) decide(ctx context.Context, w dns.ResponseWriter, r, res *dns.
 	case mode == ModeRefuse:
 		d.action = actionRefused
 	}
-	return d, true
+	return true
 }
 
 // count adds the decision to its counter.
-func (d decision) count(server, view string) {
+func (d *decision) count(sc *serverCounters) {
 	ns, _, _ := strings.Cut(d.pod, "/")
-	clientNS := clientNamespaces.value(server, ns)
+	cc := sc.forClient(d.name.Zone, ns)
 	if d.kind == apexKind {
-		apexCounters.get(apexLabels{server, d.name.Zone, view, d.answer, d.action, clientNS}).Inc()
+		sc.apex(cc, d.answer, d.action)
 		return
 	}
-	shadowCounters.get(shadowLabels{server, d.name.Zone, view, d.action, clientNS}).Inc()
+	sc.shadow(cc, d.action)
 }
 
 // viewSynced reports whether the cluster view has synced, and counts it when not.

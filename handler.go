@@ -8,6 +8,7 @@ import (
 	"github.com/coredns/coredns/plugin/pkg/nonwriter"
 
 	"github.com/miekg/dns"
+	ot "github.com/opentracing/opentracing-go"
 
 	"github.com/nsguard/nsguard/clusterdns"
 )
@@ -30,8 +31,9 @@ type NSGuard struct {
 	allowClients    map[string]struct{}
 	limiter         *logLimiter
 
-	view   clusterView // nil without a cluster view
-	events *eventer    // nil unless Events are on
+	view     clusterView // nil without a cluster view
+	events   *eventer    // nil unless Events are on
+	counters heldCounters
 }
 
 // New returns an NSGuard for cfg, without a cluster view.
@@ -100,7 +102,8 @@ func (g *NSGuard) mayHold(qname string) bool {
 }
 
 // holds reports whether r asks for a name nsguard must see the answer to: a namespace
-// apex, or with a view an endpoint name that shadows a Service.
+// apex, or with a view an endpoint name that shadows a Service. The decision reads the name
+// again: handing it over would cost every query 72 bytes of ServeDNS's frame.
 //
 //go:noinline
 func (g *NSGuard) holds(ctx context.Context, r *dns.Msg) bool {
@@ -124,9 +127,21 @@ func (g *NSGuard) holds(ctx context.Context, r *dns.Msg) bool {
 // Its own frame stays small: the plugins after it run on top of it.
 func (g *NSGuard) hold(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
 	nw := nonwriter.New(w)
-	rcode, err := plugin.NextOrFailure(g.Name(), g.Next, ctx, nw, r)
+	rcode, err := g.next(ctx, nw, r)
 	if nw.Msg == nil {
 		return rcode, err // nothing was written; the server answers the rcodes that need it
 	}
 	return g.answer(ctx, w, r, nw.Msg, rcode, err)
+}
+
+// next runs the next plugin into nw, which captures its answer. plugin.NextOrFailure would
+// wrap nw once more, so that the metrics can tell which plugin wrote to the client, and put
+// its own frame under the next plugin; but nothing reaches the client through nw. So unless
+// there is a trace span to open a child of, nsguard calls the next plugin itself: one
+// allocation and 216 bytes of stack less under each held answer.
+func (g *NSGuard) next(ctx context.Context, nw dns.ResponseWriter, r *dns.Msg) (int, error) {
+	if g.Next == nil || ot.SpanFromContext(ctx) != nil {
+		return plugin.NextOrFailure(g.Name(), g.Next, ctx, nw, r)
+	}
+	return g.Next.ServeDNS(ctx, nw, r)
 }

@@ -20,6 +20,7 @@ type logLimiter struct {
 	now      func() time.Time
 
 	seed       maphash.Seed
+	epoch      time.Time // times are kept as nanoseconds since, so that logged holds no pointer
 	mu         sync.Mutex
 	logged     map[uint64]seen // hash of the key → when it was last logged
 	second     int64           // the Unix second lines are being counted in
@@ -27,9 +28,10 @@ type logLimiter struct {
 	suppressed uint64          // lines held back for no remembered key since the last line logged
 }
 
-// seen is a key's last line, and the repeats held back since.
+// seen is a key's last line, and the repeats held back since. It holds no pointer: the
+// garbage collector need not scan the limiter's memory, up to maxRemembered keys.
 type seen struct {
-	at      time.Time
+	at      time.Duration // since the limiter's epoch
 	repeats uint64
 }
 
@@ -41,7 +43,7 @@ type heldBack struct {
 }
 
 func newLogLimiter(interval time.Duration, limit int) *logLimiter {
-	return &logLimiter{interval: interval, limit: limit, now: time.Now, seed: maphash.MakeSeed(), logged: map[uint64]seen{}}
+	return &logLimiter{interval: interval, limit: limit, now: time.Now, seed: maphash.MakeSeed(), epoch: time.Now(), logged: map[uint64]seen{}}
 }
 
 // allow reports whether a line for key may be logged now, with what was held back before
@@ -50,17 +52,18 @@ func newLogLimiter(interval time.Duration, limit int) *logLimiter {
 // keys that collide among at most maxRemembered would only share one line's repeat count.
 func (l *logLimiter) allow(key []byte) (ok bool, held heldBack, reason string) {
 	h := maphash.Bytes(l.seed, key)
-	now := l.now()
+	t := l.now()
+	now := t.Sub(l.epoch)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 
-	if s := now.Unix(); s != l.second {
+	if s := t.Unix(); s != l.second {
 		l.second, l.lines = s, 0
 		l.forget(now)
 	}
 	last, known := l.logged[h]
 	switch {
-	case known && now.Sub(last.at) < l.interval:
+	case known && now-last.at < l.interval:
 		last.repeats++
 		l.logged[h] = last
 		return false, heldBack{}, reasonRepeat
@@ -86,9 +89,9 @@ func (l *logLimiter) allow(key []byte) (ok bool, held heldBack, reason string) {
 
 // forget drops keys whose interval has passed, unless they hold repeats for the client's
 // next line. It runs at most once a second.
-func (l *logLimiter) forget(now time.Time) {
+func (l *logLimiter) forget(now time.Duration) {
 	for k, s := range l.logged {
-		if s.repeats == 0 && now.Sub(s.at) >= l.interval {
+		if s.repeats == 0 && now-s.at >= l.interval {
 			delete(l.logged, k)
 		}
 	}

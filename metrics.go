@@ -1,11 +1,14 @@
 package nsguard
 
 import (
+	"context"
 	"maps"
 	"sync"
 	"sync/atomic"
 
+	"github.com/coredns/coredns/core/dnsserver"
 	"github.com/coredns/coredns/plugin"
+	"github.com/coredns/coredns/plugin/metrics"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
@@ -105,55 +108,50 @@ const (
 	clientOther   = "other"   // past maxClientNamespaces
 )
 
-// counterCache keeps the counters of a vector by their label values, so the query path
-// reads a map instead of hashing and validating labels on every answer. The set of
-// label values is small and fixed by the configuration, so the map is copied on write.
-type counterCache[K comparable] struct {
-	create func(K) prometheus.Counter
-	mu     sync.Mutex
-	m      atomic.Pointer[map[K]prometheus.Counter]
+// readMostly is a map the query path reads without a lock. Its keys are few and fixed by
+// the configuration and the cluster, so it is copied on write.
+type readMostly[K comparable, V any] struct {
+	mu sync.Mutex
+	m  atomic.Pointer[map[K]V]
 }
 
-func (c *counterCache[K]) get(k K) prometheus.Counter {
+// get returns the value of k, made by create the first time.
+func (c *readMostly[K, V]) get(k K, create func(K) V) V {
 	if m := c.m.Load(); m != nil {
-		if ctr, ok := (*m)[k]; ok {
-			return ctr
+		if v, ok := (*m)[k]; ok {
+			return v
 		}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	old := c.m.Load()
 	if old != nil {
-		if ctr, ok := (*old)[k]; ok {
-			return ctr
+		if v, ok := (*old)[k]; ok {
+			return v
 		}
 	}
-	m := make(map[K]prometheus.Counter)
+	m := make(map[K]V)
 	if old != nil {
 		maps.Copy(m, *old)
 	}
-	ctr := c.create(k)
-	m[k] = ctr
+	v := create(k)
+	m[k] = v
 	c.m.Store(&m)
-	return ctr
+	return v
 }
 
-type apexLabels struct{ server, zone, view, answer, action, clientNS string }
+// counterCache keeps the counters of a vector by their label values, so the query path
+// reads a map instead of hashing and validating labels on every answer.
+type counterCache[K comparable] struct {
+	create func(K) prometheus.Counter
+	m      readMostly[K, prometheus.Counter]
+}
+
+func (c *counterCache[K]) get(k K) prometheus.Counter { return c.m.get(k, c.create) }
 
 type serverLabels struct{ server, reason string }
 
-type shadowLabels struct{ server, zone, view, action, clientNS string }
-
 var (
-	apexCounters = &counterCache[apexLabels]{create: func(l apexLabels) prometheus.Counter {
-		return namespaceApexAnswers.WithLabelValues(l.server, l.zone, l.view, l.answer, l.action, l.clientNS)
-	}}
-	suppressedCounters = &counterCache[serverLabels]{create: func(l serverLabels) prometheus.Counter {
-		return logLinesSuppressed.WithLabelValues(l.server, l.reason)
-	}}
-	shadowCounters = &counterCache[shadowLabels]{create: func(l shadowLabels) prometheus.Counter {
-		return endpointShadows.WithLabelValues(l.server, l.zone, l.view, l.action, l.clientNS)
-	}}
 	skipCounters = &counterCache[serverLabels]{create: func(l serverLabels) prometheus.Counter {
 		return viewSkips.WithLabelValues(l.server, l.reason)
 	}}
@@ -164,6 +162,109 @@ var (
 		return eventsDropped.WithLabelValues(l.server, l.reason)
 	}}
 )
+
+// heldCounters are the counters one NSGuard's held answers add to. Every held answer adds to
+// two, so they are found without hashing six label values: by the query's server (a pointer
+// in its context) and view, then by zone and client namespace, then by position. Each series
+// is still made when it is first counted, as WithLabelValues would make it.
+type heldCounters struct {
+	servers readMostly[serverKey, *serverCounters]
+}
+
+type serverKey struct {
+	srv  any // the context's dnsserver.Key value: the *dnsserver.Server, or nil
+	view string
+}
+
+// serverCounters are the counters of one server and view.
+type serverCounters struct {
+	server, view string
+	suppressed   [2]lazyCounter // by reason: repeat, limit
+	clients      readMostly[clientKey, *clientCounters]
+}
+
+type clientKey struct{ zone, namespace string }
+
+// clientCounters are the counters of one zone and client namespace, under one server.
+type clientCounters struct {
+	zone, clientNS string            // label values
+	apex           [2][3]lazyCounter // by answer (records, nodata) and action (logged, refused, allowed)
+	shadow         [3]lazyCounter    // by action
+}
+
+// lazyCounter is one series, made when first counted. Two first counts at once make it
+// twice, and the vector gives both the same series.
+type lazyCounter struct{ p atomic.Pointer[counterRef] }
+
+type counterRef struct{ prometheus.Counter }
+
+// add counts one on the series if it is made; else it reports false, for the caller to make it.
+func (l *lazyCounter) add() bool {
+	if p := l.p.Load(); p != nil {
+		p.Inc()
+		return true
+	}
+	return false
+}
+
+func (l *lazyCounter) make(c prometheus.Counter) {
+	l.p.Store(&counterRef{c})
+	c.Inc()
+}
+
+// forServer returns the counters of the query's server and view.
+func (h *heldCounters) forServer(ctx context.Context) *serverCounters {
+	return h.servers.get(serverKey{ctx.Value(dnsserver.Key{}), metrics.WithView(ctx)}, func(k serverKey) *serverCounters {
+		return &serverCounters{server: metrics.WithServer(ctx), view: k.view}
+	})
+}
+
+// forClient returns the counters of zone and of the client Pod's namespace ns ("" unknown).
+func (sc *serverCounters) forClient(zone, ns string) *clientCounters {
+	return sc.clients.get(clientKey{zone, ns}, func(k clientKey) *clientCounters {
+		return &clientCounters{zone: k.zone, clientNS: clientNamespaces.value(sc.server, k.namespace)}
+	})
+}
+
+// suppressedLine counts a log line the limits held back.
+func (sc *serverCounters) suppressedLine(reason string) {
+	l := &sc.suppressed[0]
+	if reason == reasonLimit {
+		l = &sc.suppressed[1]
+	}
+	if !l.add() {
+		l.make(logLinesSuppressed.WithLabelValues(sc.server, reason))
+	}
+}
+
+func (sc *serverCounters) apex(cc *clientCounters, answer, action string) {
+	if l := &cc.apex[answerIndex(answer)][actionIndex(action)]; !l.add() {
+		l.make(namespaceApexAnswers.WithLabelValues(sc.server, cc.zone, sc.view, answer, action, cc.clientNS))
+	}
+}
+
+func (sc *serverCounters) shadow(cc *clientCounters, action string) {
+	if l := &cc.shadow[actionIndex(action)]; !l.add() {
+		l.make(endpointShadows.WithLabelValues(sc.server, cc.zone, sc.view, action, cc.clientNS))
+	}
+}
+
+func answerIndex(answer string) int {
+	if answer == answerRecords {
+		return 0
+	}
+	return 1
+}
+
+func actionIndex(action string) int {
+	switch action {
+	case actionLogged:
+		return 0
+	case actionRefused:
+		return 1
+	}
+	return 2
+}
 
 // maxClientNamespaces bounds the client_namespace label: the first this many namespaces a
 // server sees get their own series, later ones share "other". Namespaces are made by the

@@ -17,22 +17,29 @@ const maxLoggedRecords = 5
 // maxAdvised bounds how many namespaces a line names as holding the Service meant.
 const maxAdvised = 3
 
-// report logs one line about a decision, within the log limits.
-func (g *NSGuard) report(server string, r, res *dns.Msg, d decision) {
+// report logs one line about a decision, within the log limits. Nearly every call during an
+// incident is a repeat the limits hold back: the line is built in a function of its own, so
+// that its buffers stay off the stack of the calls that build none.
+func (g *NSGuard) report(sc *serverCounters, r, res *dns.Msg, d *decision) {
 	q := r.Question[0]
 	var buf [300]byte // a name is at most 255 octets
 	ok, held, reason := g.limiter.allow(limitKey(buf[:0], d.client, q))
 	if !ok {
-		suppressedCounters.get(serverLabels{server, reason}).Inc()
+		sc.suppressedLine(reason)
 		return
 	}
+	g.logLine(q, res, d, held)
+}
+
+//go:noinline
+func (g *NSGuard) logLine(q dns.Question, res *dns.Msg, d *decision, held heldBack) {
 	e := logline.Entry{Client: "unknown", Pod: d.pod, Question: q.Name + " " + dns.Type(q.Qtype).String(),
 		Records: records(res.Answer), Action: d.action, Repeats: held.repeats, Suppressed: held.suppressed}
 	if d.client.IsValid() {
 		e.Client = d.client.String()
 	}
 	if d.kind == apexKind {
-		fix := g.apexFix(d)
+		fix := g.apexFix(*d)
 		e.Kind, e.Subject, e.Typed, e.Answer = logline.Apex, fix.Name, fix.Name, d.answer
 		e.Fix = fix.String() + "; " + fix.AllowHint()
 		if g.mode == ModeLog {

@@ -4,11 +4,20 @@
 // of each alone under the same load.
 //
 // The cluster holds the incident's objects and 200 more namespaces of 5 ClusterIP Services.
-// The mix (mix.go) is 2,000 distinct questions a pod in new-namespace-1 sends with ndots:5:
-// 45% NXDOMAIN search candidates, 35% Service answers, 10% namespace apexes (A and AAAA),
-// 5% Pod names, 5% SRV. No server has cache, so every query crosses the chain. The any
-// plugin, which does nothing with these queries, is the floor of what a plugin in front of
-// kubernetes costs: its frame stays on each query's stack while kubernetes runs.
+// Two workloads run on it:
+//
+//   - chain (the default): six Corefiles of the chain alone, without cache, so every query
+//     crosses it. The mix (mix.go) is 2,000 distinct questions a pod in new-namespace-1 sends
+//     with ndots:5: 45% NXDOMAIN search candidates, 35% Service answers, 10% namespace apexes
+//     (A and AAAA), 5% Pod names, 5% SRV.
+//   - stock (-workload stock, stock.go): the stock Corefile with cache 30, run as in a pod,
+//     asked by several client Pods at once (one dnsperf each, from the Pod's own address),
+//     each with its own questions: the everyday mix above, then the incident mix, in which a
+//     fifth of the questions are namespace apexes. Nearly every answer comes from the cache,
+//     which runs after nsguard, so each held answer still crosses nsguard.
+//
+// The any plugin, which does nothing with these queries, is the floor of what a plugin in
+// front of the next costs: its frame stays on each query's stack while the next one runs.
 //
 // On 2 cores dnsperf -T 1 takes about 0.4 of a core and keeps 200 queries waiting on
 // CoreDNS (0.14 each when two run side by side). -T 2 gave no more QPS and only took CPU
@@ -20,6 +29,7 @@ import (
 	"encoding/csv"
 	"flag"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"os/exec"
@@ -32,6 +42,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
 	"github.com/nsguard/nsguard/test/e2e/cluster"
 	"github.com/nsguard/nsguard/test/e2e/coredns"
 )
@@ -41,10 +54,17 @@ type config struct {
 	before      []string // lines before nsguard, such as any
 	nsguard     string   // the nsguard block, with %s for the kubeconfig; empty for none
 	after       []string
+	stock       string // the stock workload: the lines added to the stock Corefile
 	refusesApex bool
 }
 
-var configs = []config{
+// configs are the configurations of the workload that runs: chainConfigs or stockConfigs.
+// Both start with the one ratios are taken to besides any (kubernetes alone, the stock
+// Corefile alone), then the any floor.
+var configs = chainConfigs
+
+// chainConfigs are the chain workload: a Corefile of the chain alone, without cache.
+var chainConfigs = []config{
 	{name: "kubernetes alone", ip: "127.53.10.1"},
 	{name: "any (the floor)", ip: "127.53.10.2", before: []string{"any"}},
 	// Outside a cluster and without kubeconfig, nsguard runs without a view: its core checks only.
@@ -63,11 +83,14 @@ var configs = []config{
 }
 
 var (
+	workload = flag.String("workload", "chain", "chain: six Corefiles of the chain alone, without cache; stock: the stock Corefile with cache 30, from several client Pods")
+	mixes    = flag.String("mixes", "everyday,incident", "the stock workload's mixes, in turn: everyday, incident")
+	pods     = flag.Int("client-pods", 4, "the stock workload's client Pods: one dnsperf each, from its own address")
 	rounds   = flag.Int("rounds", 60, "interleaved rounds")
 	seconds  = flag.Int("seconds", 3, "dnsperf -l per configuration and round")
-	clients  = flag.Int("clients", 8, "dnsperf -c")
+	clients  = flag.Int("clients", 8, "dnsperf -c, shared among the client Pods")
 	threads  = flag.Int("threads", 1, "dnsperf -T")
-	inflight = flag.Int("outstanding", 200, "dnsperf -q")
+	inflight = flag.Int("outstanding", 200, "dnsperf -q, shared among the client Pods")
 	profiled = flag.Int("profile", 20, "seconds of CPU profile per configuration, under dnsperf; 0 for none")
 	// Side by side, each configuration runs at the same time as the any floor, so both see
 	// the same neighbours and the same steal; one after the other, a round spans 20 seconds.
@@ -75,11 +98,19 @@ var (
 	// A rare loopback drop holds dnsperf busy-waiting at the end for up to -t.
 	timeout = flag.Int("timeout", 1, "dnsperf -t, seconds")
 	// Batches of the same code, pooled: nothing is started.
-	pool = flag.String("pool", "", "comma-separated rounds.csv files of earlier side-by-side runs: print their pooled ratios to any, and stop")
+	pool = flag.String("pool", "", "comma-separated rounds.csv files of earlier side-by-side runs (of -workload's configurations): print their pooled ratios to any, and stop")
 )
 
 func main() {
 	flag.Parse()
+	switch *workload {
+	case "chain":
+	case "stock":
+		configs = stockConfigs
+	default:
+		fmt.Fprintf(os.Stderr, "bench: -workload %q: want chain or stock\n", *workload)
+		os.Exit(2)
+	}
 	if *pool != "" {
 		t, err := pooled(strings.Split(*pool, ","))
 		if err != nil {
@@ -95,6 +126,16 @@ func main() {
 		cluster.KillAll()
 		os.Exit(1)
 	}
+}
+
+// load is one dnsperf: the mix it sends, and from which address ("" for any).
+type load struct{ mix, source string }
+
+// batch is one mix as every client sends it.
+type batch struct {
+	name      string
+	questions []question // of the first client, asked once of each server to check its answers
+	loads     []load
 }
 
 func run() error {
@@ -114,13 +155,17 @@ func run() error {
 			return err
 		}
 	}
-	out, err := cluster.FreshOutputDir(root, "bench")
+	stock := *workload == "stock"
+	name := "bench"
+	if stock {
+		name = "bench-stock"
+	}
+	out, err := cluster.FreshOutputDir(root, name)
 	if err != nil {
 		return err
 	}
-	questions := makeMix()
-	mix := filepath.Join(out, "querymix.txt")
-	if err := writeMix(mix, questions); err != nil {
+	batches, err := makeBatches(out, stock)
+	if err != nil {
 		return err
 	}
 	began := time.Now()
@@ -153,71 +198,37 @@ func run() error {
 	}
 
 	servers := make([]*coredns.Server, len(configs))
-	for i, c := range configs {
-		if servers[i], err = startServer(ctx, bin, out, zones, cp.Kubeconfig, c); err != nil {
-			return fmt.Errorf("%s: %w", c.name, err)
-		}
-	}
-	for i, c := range configs {
-		if err := checkMix(questions, servers[i], c); err != nil {
-			return fmt.Errorf("%s: %w", c.name, err)
-		}
-		if _, err := dnsperf(ctx, mix, c.ip, 2); err != nil { // warm up
+	if stock {
+		if err := createClients(ctx, cp, stockClients(*pods)); err != nil {
 			return err
 		}
-	}
-
-	how := "one after the other"
-	if *sideBySide {
-		how = "each beside any"
-	}
-	fmt.Printf("dnsperf -l %d -c %d -T %d -q %d -t %d, %d rounds, %s\n", *seconds, *clients, *threads, *inflight, *timeout, *rounds, how)
-	var rows []sample
-	for r := range *rounds {
-		for k := range configs {
-			i := (r + k) % len(configs) // rotate who goes first
-			if !*sideBySide {
-				s, err := measure(ctx, mix, servers[i:i+1], configs[i].ip)
-				if err != nil {
-					return fmt.Errorf("round %d, %s: %w", r, configs[i].name, err)
-				}
-				s[0].round, s[0].config, s[0].pair = r, i, -1
-				rows = append(rows, s[0])
-				continue
-			}
-			if i == floorConfig {
-				continue // it runs beside every other
-			}
-			s, err := measure(ctx, mix, []*coredns.Server{servers[i], servers[floorConfig]}, configs[i].ip, configs[floorConfig].ip)
-			if err != nil {
-				return fmt.Errorf("round %d, %s beside any: %w", r, configs[i].name, err)
-			}
-			s[0].round, s[0].config, s[0].pair = r, i, i
-			s[1].round, s[1].config, s[1].pair = r, floorConfig, i
-			rows = append(rows, s...)
-		}
-		fmt.Fprintf(os.Stderr, "round %d/%d done\n", r+1, *rounds)
-	}
-
-	table := summarize(rows, *rounds)
-	if *profiled > 0 {
-		shares, err := profileAll(ctx, bin, out, mix, servers)
+		env, up, err := stockEnv(ctx, root, bin, out, zones, cp)
 		if err != nil {
 			return err
 		}
-		table += "\n" + shareTable(shares)
-	}
-	if *sideBySide {
-		ft, err := floorTable(rows)
-		if err != nil {
-			return err
+		defer up.Stop()
+		for i, c := range configs {
+			if servers[i], err = startStock(ctx, root, bin, out, env, c); err != nil {
+				return fmt.Errorf("%s: %w", c.name, err)
+			}
 		}
-		table += "\n" + ft
+	} else {
+		for i, c := range configs {
+			if servers[i], err = startServer(ctx, bin, out, zones, cp.Kubeconfig, c); err != nil {
+				return fmt.Errorf("%s: %w", c.name, err)
+			}
+		}
 	}
+	var tables []string
+	for _, b := range batches {
+		t, err := runBatch(ctx, out, bin, b, servers, stock)
+		if err != nil {
+			return fmt.Errorf("mix %s: %w", b.name, err)
+		}
+		tables = append(tables, t)
+	}
+	table := strings.Join(tables, "\n")
 	fmt.Print(table)
-	if err := writeCSV(filepath.Join(out, "rounds.csv"), rows); err != nil {
-		return err
-	}
 	if err := os.WriteFile(filepath.Join(out, "table.md"), []byte(table), 0o644); err != nil {
 		return err
 	}
@@ -231,6 +242,108 @@ func run() error {
 	}
 	fmt.Printf("ran %s\n", time.Since(began).Round(time.Second))
 	return nil
+}
+
+// makeBatches writes the mixes: for the chain workload, the everyday mix of one pod in
+// new-namespace-1 (dnsperf's own address names no Pod); for the stock workload, each mix of
+// -mixes as each client Pod sends it.
+func makeBatches(out string, stock bool) ([]batch, error) {
+	if !stock {
+		qs := makeMix(everyday, "new-namespace-1", 0)
+		path := filepath.Join(out, "querymix.txt")
+		return []batch{{name: "everyday", questions: qs, loads: []load{{mix: path}}}}, writeMix(path, qs)
+	}
+	known := map[string]shares{"everyday": everyday, "incident": incident}
+	var out2 []batch
+	for _, m := range strings.Split(*mixes, ",") {
+		sh, ok := known[m]
+		if !ok {
+			return nil, fmt.Errorf("-mixes: unknown mix %q: want everyday or incident", m)
+		}
+		b := batch{name: m}
+		for k, p := range stockClients(*pods) {
+			qs := makeMix(sh, p.namespace, k)
+			path := filepath.Join(out, fmt.Sprintf("querymix-%s-%s.txt", m, p.namespace))
+			if err := writeMix(path, qs); err != nil {
+				return nil, err
+			}
+			if k == 0 {
+				b.questions = qs
+			}
+			b.loads = append(b.loads, load{mix: path, source: p.ip})
+		}
+		out2 = append(out2, b)
+	}
+	return out2, nil
+}
+
+// runBatch checks each server's answers to the mix, warms it up, runs the rounds and the
+// profiles, and returns the tables of the batch.
+func runBatch(ctx context.Context, out, bin string, b batch, servers []*coredns.Server, stock bool) (string, error) {
+	for i, c := range configs {
+		if err := checkMix(b.questions, servers[i], c); err != nil {
+			return "", fmt.Errorf("%s: %w", c.name, err)
+		}
+		if _, err := dnsperf(ctx, b.loads, c.ip, 2); err != nil { // warm up
+			return "", err
+		}
+	}
+	how := "one after the other"
+	if *sideBySide {
+		how = "each beside any"
+	}
+	head := fmt.Sprintf("dnsperf -l %d -c %d -T %d -q %d -t %d, %d rounds, %s", *seconds, *clients, *threads, *inflight, *timeout, *rounds, how)
+	if stock {
+		head = fmt.Sprintf("%s Corefile, mix %s from %d client Pods (one dnsperf each; -c and -q shared among them); %s", stockCorefile, b.name, len(b.loads), head)
+	}
+	fmt.Println(head)
+	var rows []sample
+	for r := range *rounds {
+		for k := range configs {
+			i := (r + k) % len(configs) // rotate who goes first
+			if !*sideBySide {
+				s, err := measure(ctx, b.loads, servers[i:i+1], configs[i].ip)
+				if err != nil {
+					return "", fmt.Errorf("round %d, %s: %w", r, configs[i].name, err)
+				}
+				s[0].round, s[0].config, s[0].pair = r, i, -1
+				rows = append(rows, s[0])
+				continue
+			}
+			if i == floorConfig {
+				continue // it runs beside every other
+			}
+			s, err := measure(ctx, b.loads, []*coredns.Server{servers[i], servers[floorConfig]}, configs[i].ip, configs[floorConfig].ip)
+			if err != nil {
+				return "", fmt.Errorf("round %d, %s beside any: %w", r, configs[i].name, err)
+			}
+			s[0].round, s[0].config, s[0].pair = r, i, i
+			s[1].round, s[1].config, s[1].pair = r, floorConfig, i
+			rows = append(rows, s...)
+		}
+		fmt.Fprintf(os.Stderr, "%s: round %d/%d done\n", b.name, r+1, *rounds)
+	}
+
+	table := head + "\n\n" + summarize(rows, *rounds)
+	if *profiled > 0 {
+		shares, err := profileAll(ctx, bin, out, b, servers)
+		if err != nil {
+			return "", err
+		}
+		table += "\n" + shareTable(shares)
+	}
+	if *sideBySide {
+		ft, err := floorTable(rows)
+		if err != nil {
+			return "", err
+		}
+		table += "\n" + ft
+	}
+	suffix := ""
+	if stock {
+		suffix = "-" + b.name
+	}
+	return table, writeCSV(filepath.Join(out, "rounds"+suffix+".csv"), rows)
 }
 
 // pprofAddrs are the pprof listeners of the servers.
@@ -298,7 +411,7 @@ type sample struct {
 
 // The configurations ratios are taken to.
 const (
-	baseConfig  = 0 // kubernetes alone
+	baseConfig  = 0 // kubernetes alone, or the stock Corefile alone
 	floorConfig = 1 // any
 )
 
@@ -308,7 +421,7 @@ func (s sample) cpuPerQuery() float64 {
 
 // measure runs one dnsperf per server, all at once, and reads each server's CPU time
 // around them.
-func measure(ctx context.Context, mix string, servers []*coredns.Server, ips ...string) ([]sample, error) {
+func measure(ctx context.Context, loads []load, servers []*coredns.Server, ips ...string) ([]sample, error) {
 	before := make([]time.Duration, len(servers))
 	for i, s := range servers {
 		var err error
@@ -325,7 +438,7 @@ func measure(ctx context.Context, mix string, servers []*coredns.Server, ips ...
 	for i := range servers {
 		go func() {
 			var err error
-			res[i], err = dnsperf(ctx, mix, ips[i], *seconds)
+			res[i], err = dnsperf(ctx, loads, ips[i], *seconds)
 			errs <- err
 		}()
 	}
@@ -389,9 +502,39 @@ var (
 	reRcodes    = regexp.MustCompile(`Response codes:\s+(.*)`)
 )
 
-func dnsperf(ctx context.Context, mix, ip string, secs int) (sample, error) {
-	cmd := exec.CommandContext(ctx, "dnsperf", "-s", ip, "-d", mix, "-l", strconv.Itoa(secs),
-		"-c", strconv.Itoa(*clients), "-T", strconv.Itoa(*threads), "-q", strconv.Itoa(*inflight), "-t", strconv.Itoa(*timeout))
+// dnsperf sends loads to ip at once, one dnsperf each, -c and -q shared among them, and adds
+// up what they report.
+func dnsperf(ctx context.Context, loads []load, ip string, secs int) (sample, error) {
+	runs := make([]sample, len(loads))
+	errs := make(chan error, len(loads))
+	for i, l := range loads {
+		go func() {
+			var err error
+			runs[i], err = dnsperfOne(ctx, l, ip, secs, max(1, *clients/len(loads)), max(1, *inflight/len(loads)))
+			errs <- err
+		}()
+	}
+	var err error
+	for range loads {
+		if e := <-errs; e != nil && err == nil {
+			err = e
+		}
+	}
+	var s sample
+	for _, r := range runs {
+		s.completed, s.lost, s.qps, s.perfCPU = s.completed+r.completed, s.lost+r.lost, s.qps+r.qps, s.perfCPU+r.perfCPU
+		s.wall = max(s.wall, r.wall)
+	}
+	return s, err
+}
+
+func dnsperfOne(ctx context.Context, l load, ip string, secs, clients, inflight int) (sample, error) {
+	args := []string{"-s", ip, "-d", l.mix, "-l", strconv.Itoa(secs),
+		"-c", strconv.Itoa(clients), "-T", strconv.Itoa(*threads), "-q", strconv.Itoa(inflight), "-t", strconv.Itoa(*timeout)}
+	if l.source != "" {
+		args = append(args, "-a", l.source)
+	}
+	cmd := exec.CommandContext(ctx, "dnsperf", args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	start := time.Now()
 	b, err := cmd.CombinedOutput()
@@ -414,7 +557,7 @@ func dnsperf(ctx context.Context, mix, ip string, secs int) (sample, error) {
 		}
 	}
 	if s.completed == 0 || s.lost*100 > s.completed {
-		return sample{}, fmt.Errorf("dnsperf against %s: %d completed, %d lost", ip, s.completed, s.lost)
+		return sample{}, fmt.Errorf("dnsperf against %s from %q: %d completed, %d lost", ip, l.source, s.completed, s.lost)
 	}
 	return s, nil
 }
@@ -448,7 +591,8 @@ func summarize(rows []sample, n int) string {
 		}
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "| configuration | QPS (median) | QPS ratio to kubernetes alone (median, p25–p75) | CPU µs/query (median) | CPU/query ratio to kubernetes alone (median, p25–p75) | CPU/query ratio to any (median, p25–p75) |\n")
+	base := configs[baseConfig].name
+	fmt.Fprintf(&b, "| configuration | QPS (median) | QPS ratio to %s (median, p25–p75) | CPU µs/query (median) | CPU/query ratio to %s (median, p25–p75) | CPU/query ratio to any (median, p25–p75) |\n", base, base)
 	fmt.Fprintf(&b, "|---|---:|---:|---:|---:|---:|\n")
 	iqr := func(v []float64) string {
 		return fmt.Sprintf("%.3f (%.3f–%.3f)", quantile(v, .5), quantile(v, .25), quantile(v, .75))
@@ -477,21 +621,21 @@ func summarize(rows []sample, n int) string {
 
 // profileAll takes a CPU profile of each server while dnsperf runs the mix against it
 // alone, and says where the time went.
-func profileAll(ctx context.Context, bin, out, mix string, servers []*coredns.Server) ([]share, error) {
+func profileAll(ctx context.Context, bin, out string, b batch, servers []*coredns.Server) ([]share, error) {
 	var shares []share
 	for i, s := range servers {
 		load := make(chan error, 1)
-		go func() { _, err := dnsperf(ctx, mix, configs[i].ip, *profiled+4); load <- err }()
+		go func() { _, err := dnsperf(ctx, b.loads, configs[i].ip, *profiled+4); load <- err }()
 		time.Sleep(2 * time.Second) // past dnsperf's start
-		path := filepath.Join(out, fmt.Sprintf("cpu-%d.pprof", i))
-		err := profile(ctx, pprofAddrs[s], path, *profiled)
+		path := filepath.Join(out, fmt.Sprintf("cpu-%s-%d.pprof", b.name, i))
+		err := fetchProfile(ctx, pprofAddrs[s], path, *profiled)
 		if lerr := <-load; err == nil {
 			err = lerr
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", configs[i].name, err)
 		}
-		sh, err := attribute(ctx, bin, path)
+		sh, err := attribute(path)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", configs[i].name, err)
 		}
@@ -556,16 +700,29 @@ func writeCSV(path string, rows []sample) error {
 // report shows that nsguard saw the apexes and that its log stayed quiet, and keeps the logs.
 func report(servers []*coredns.Server) error {
 	for i, s := range servers {
-		if configs[i].nsguard == "" {
+		if configs[i].nsguard == "" && configs[i].stock == "" || configs[i].stock == "any" {
 			continue
 		}
 		page, err := s.Scrape()
 		if err != nil {
 			return err
 		}
-		for _, l := range strings.Split(page, "\n") {
-			if strings.HasPrefix(l, "coredns_nsguard_") {
-				fmt.Printf("%s: %s\n", configs[i].name, l)
+		p := expfmt.NewTextParser(model.UTF8Validation)
+		families, err := p.TextToMetricFamilies(strings.NewReader(page))
+		if err != nil {
+			return fmt.Errorf("%s: /metrics: %w", configs[i].name, err)
+		}
+		for _, name := range slices.Sorted(maps.Keys(families)) {
+			if !strings.HasPrefix(name, "coredns_nsguard_") {
+				continue
+			}
+			for _, m := range families[name].GetMetric() {
+				var labels []string
+				for _, l := range m.GetLabel() {
+					labels = append(labels, l.GetName()+"="+l.GetValue())
+				}
+				v := m.GetCounter().GetValue() + m.GetGauge().GetValue()
+				fmt.Printf("%s: %s{%s} %g\n", configs[i].name, name, strings.Join(labels, ","), v)
 			}
 		}
 		fmt.Printf("%s: %d log lines\n", configs[i].name, strings.Count(s.Log(), "plugin/nsguard"))

@@ -27,16 +27,27 @@ type question struct {
 	class string // nxdomain, service, apex, pod or srv
 }
 
-// mixShares is what a pod in new-namespace-1 with ndots:5 sends, in hundredths: its search
-// list makes NXDOMAIN candidates of most names before one answers.
-var mixShares = []struct {
+// shares is a mix: the classes of its questions, in hundredths.
+type shares []struct {
 	class string
 	share int
-}{{"nxdomain", 45}, {"service", 35}, {"apex", 10}, {"pod", 5}, {"srv", 5}}
+}
 
-// makeMix returns mixSize distinct questions in the shares above, in a fixed random order.
-func makeMix() []question {
-	rng := rand.New(rand.NewPCG(1, 2))
+// everyday is what a pod with ndots:5 sends, in hundredths: its search list makes NXDOMAIN
+// candidates of most names before one answers.
+var everyday = shares{{"nxdomain", 45}, {"service", 35}, {"apex", 10}, {"pod", 5}, {"srv", 5}}
+
+// incident is the same pod while namespaces capture short names: half its lookups are of a
+// short name X that a namespace X captures, and each walks the search list: X.<its
+// namespace>.svc (NXDOMAIN), X.svc (the namespace apex, NODATA) and X.<zone> (NXDOMAIN). The
+// apexes are a fifth of its questions, the walk's two other candidates another fifth.
+var incident = shares{{"apex", 20}, {"walk", 20}, {"nxdomain", 25}, {"service", 25}, {"pod", 5}, {"srv", 5}}
+
+// makeMix returns mixSize distinct questions in the shares mix, in a fixed random order, as
+// a pod in namespace client sends them. Client k draws its own order of its own questions;
+// client 0 of new-namespace-1 is the chain workload's mix.
+func makeMix(mix shares, client string, k int) []question {
+	rng := rand.New(rand.NewPCG(1, 2+uint64(k)))
 	var out []question
 	seen := map[string]bool{}
 	add := func(q question) bool {
@@ -54,11 +65,16 @@ func makeMix() []question {
 		// The first, third and later candidates of names typed in new-namespace-1.
 		"nxdomain": func() question {
 			name := []string{
-				svc() + ".new-namespace-1.svc.cluster.local.",
+				svc() + "." + client + ".svc.cluster.local.",
 				fmt.Sprintf("api-%d.github.com.svc.cluster.local.", rng.IntN(100000)),
 				svc() + "." + ns() + ".cluster.local.",
-				svc() + "." + ns() + ".new-namespace-1.svc.cluster.local.",
+				svc() + "." + ns() + "." + client + ".svc.cluster.local.",
 			}[rng.IntN(4)]
+			return question{name, []uint16{dns.TypeA, dns.TypeAAAA}[rng.IntN(2)], "nxdomain"}
+		},
+		// The walk's first and third candidates of a captured name X (a namespace's name).
+		"walk": func() question {
+			name := []string{ns() + "." + client + ".svc.cluster.local.", ns() + ".cluster.local."}[rng.IntN(2)]
 			return question{name, []uint16{dns.TypeA, dns.TypeAAAA}[rng.IntN(2)], "nxdomain"}
 		},
 		"service": func() question { return question{svc() + "." + ns() + ".svc.cluster.local.", dns.TypeA, "service"} },
@@ -72,7 +88,7 @@ func makeMix() []question {
 			return question{"_http._tcp." + svc() + "." + ns() + ".svc.cluster.local.", dns.TypeSRV, "srv"}
 		},
 	}
-	for _, s := range mixShares {
+	for _, s := range mix {
 		for n := 0; n < mixSize*s.share/100; {
 			if add(gen[s.class]()) {
 				n++

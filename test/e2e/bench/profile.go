@@ -1,17 +1,17 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/google/pprof/profile"
 )
 
 // share is where one configuration's CPU went, from a CPU profile of CoreDNS's pprof plugin
@@ -25,8 +25,8 @@ type share struct {
 	floor       float64 // the any plugin's own function
 }
 
-// profile fetches a CPU profile of seconds from a pprof listener at addr into path.
-func profile(ctx context.Context, addr, path string, seconds int) error {
+// fetchProfile fetches a CPU profile of seconds from a pprof listener at addr into path.
+func fetchProfile(ctx context.Context, addr, path string, seconds int) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, seconds), nil)
 	if err != nil {
 		return err
@@ -50,44 +50,39 @@ func profile(ctx context.Context, addr, path string, seconds int) error {
 	return f.Close()
 }
 
-// attribute reads a profile's samples with go tool pprof -traces and sorts their time into
-// shares. A sample counts where its stack says: stack growth and GC first, then the plugin
-// frame nearest the leaf. nsguard's own time is a stack whose leaf side reaches nsguard
-// before any plugin after it, and before the write of the answer to the client, which is
-// the same work whether nsguard or the kubernetes plugin does it; the same for any.
-func attribute(ctx context.Context, bin, path string) (share, error) {
-	out, err := exec.CommandContext(ctx, "go", "tool", "pprof", "-traces", bin, path).Output()
+// attribute reads a profile's samples and sorts their time into shares. A sample counts
+// where its stack says: stack growth and GC first, then the plugin frame nearest the leaf.
+// nsguard's own time is a stack whose leaf side reaches nsguard before any plugin after it,
+// and before the write of the answer to the client, which is the same work whether nsguard
+// or the kubernetes plugin does it; the same for any.
+func attribute(path string) (share, error) {
+	f, err := os.Open(path)
 	if err != nil {
-		return share{}, fmt.Errorf("go tool pprof -traces %s: %w", path, err)
+		return share{}, err
+	}
+	defer f.Close()
+	p, err := profile.Parse(f)
+	if err != nil {
+		return share{}, fmt.Errorf("%s: %w", path, err)
+	}
+	cpu := slices.IndexFunc(p.SampleType, func(t *profile.ValueType) bool { return t.Type == "cpu" && t.Unit == "nanoseconds" })
+	if cpu < 0 {
+		return share{}, fmt.Errorf("%s is not a CPU profile in nanoseconds", path)
 	}
 	var s share
-	var d time.Duration
-	var stack []string
-	flush := func() {
-		if d > 0 {
-			s.add(d, stack)
-		}
-		d, stack = 0, nil
-	}
-	for sc := bufio.NewScanner(bytes.NewReader(out)); sc.Scan(); {
-		line := sc.Text()
-		if strings.HasPrefix(line, "-----------+") {
-			flush()
-			continue
-		}
-		if !strings.HasPrefix(line, "          ") && len(strings.Fields(line)) >= 2 && d == 0 {
-			f := strings.Fields(line)
-			if v, err := time.ParseDuration(f[0]); err == nil {
-				d = v
-				stack = append(stack, f[1])
-				continue
+	for _, smp := range p.Sample {
+		var stack []string
+		for _, loc := range smp.Location { // leaf first; within a location, inlined calls first
+			for _, l := range loc.Line {
+				if l.Function != nil {
+					stack = append(stack, l.Function.Name)
+				}
 			}
 		}
-		if d > 0 && strings.TrimSpace(line) != "" {
-			stack = append(stack, strings.TrimSpace(line))
+		if d := time.Duration(smp.Value[cpu]); d > 0 {
+			s.add(d, stack)
 		}
 	}
-	flush()
 	if s.total == 0 {
 		return s, fmt.Errorf("%s holds no samples", path)
 	}
@@ -96,8 +91,8 @@ func attribute(ctx context.Context, bin, path string) (share, error) {
 	return s, nil
 }
 
-// downstream are the plugins that run after nsguard (and after any) in the bench's chain.
-var downstream = []string{"plugin/kubernetes.", "plugin/template."}
+// downstream are the plugins that run after nsguard (and after any) in the bench's chains.
+var downstream = []string{"plugin/kubernetes.", "plugin/template.", "plugin/cache."}
 
 func (s *share) add(d time.Duration, stack []string) {
 	s.total += d
@@ -120,12 +115,14 @@ func (s *share) add(d time.Duration, stack []string) {
 	}
 	for _, f := range stack { // leaf first
 		switch {
-		case strings.HasPrefix(f, "github.com/miekg/dns.(*response).Write"):
-			// Sending the answer to the client: whoever writes it, every configuration pays it.
+		case strings.HasPrefix(f, "github.com/miekg/dns.(*response).Write"), strings.HasSuffix(f, ").WriteMsg"):
+			// Sending the answer to the client, through the writers of the plugins in front
+			// (prometheus's recorder, loadbalance): whoever writes it, every configuration
+			// pays it. A plugin after nsguard writes into nsguard's writer, and is downstream.
 			return
 		case strings.HasPrefix(f, "github.com/nsguard/nsguard"):
 			s.guard += v
-			if strings.Contains(f, "(*view)") {
+			if strings.HasPrefix(f, "github.com/nsguard/nsguard/clusterview.") {
 				s.view += v
 			}
 			return
