@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/nsguard/nsguard/audit/model"
 	"github.com/nsguard/nsguard/clusterdns"
 )
 
@@ -76,20 +77,20 @@ func (c Clients) String() string {
 
 // Finding is one problem Audit found.
 type Finding struct {
-	Check    string             `json:"check"`
-	Severity Severity           `json:"severity"`
-	Message  string             `json:"message"`
-	Objects  []Object           `json:"objects"`
-	Clients  Clients            `json:"clients"`
-	Name     string             `json:"name,omitempty"` // the DNS name that answers wrongly
-	CoreDNS  *clusterdns.Answer `json:"coredns,omitempty"`
-	KubeDNS  *clusterdns.Answer `json:"kubeDNS,omitempty"`
-	Fix      string             `json:"fix"`
+	Check    string        `json:"check"`
+	Severity Severity      `json:"severity"`
+	Message  string        `json:"message"`
+	Objects  []Object      `json:"objects"`
+	Clients  Clients       `json:"clients"`
+	Name     string        `json:"name,omitempty"` // the DNS name that answers wrongly
+	CoreDNS  *model.Answer `json:"coredns,omitempty"`
+	KubeDNS  *model.Answer `json:"kubeDNS,omitempty"`
+	Fix      string        `json:"fix"`
 }
 
 // Audit runs every check on c for the cluster zone (e.g. "cluster.local") and returns
 // the findings, most severe first, in a stable order.
-func Audit(c *clusterdns.Cluster, zone string) []Finding {
+func Audit(c *model.Cluster, zone string) []Finding {
 	zone = strings.ToLower(strings.TrimSuffix(zone, "."))
 	var out []Finding
 	out = append(out, namespaceCaptures(c, zone)...)
@@ -110,26 +111,26 @@ func Audit(c *clusterdns.Cluster, zone string) []Finding {
 	return out
 }
 
-func nsObject(n *clusterdns.Namespace) Object {
+func nsObject(n *model.Namespace) Object {
 	return Object{Kind: "Namespace", Name: n.Name, Source: n.Source}
 }
-func svcObject(s *clusterdns.Service) Object {
+func svcObject(s *model.Service) Object {
 	return Object{Kind: "Service", Namespace: s.Namespace, Name: s.Name, Source: s.Source}
 }
 
 // answers are what CoreDNS and kube-dns answer to an A question for name.
-func answers(c *clusterdns.Cluster, name, zone string) (*clusterdns.Answer, *clusterdns.Answer) {
-	core, kube := c.CoreDNS(name, clusterdns.TypeA, zone, nil), c.KubeDNS(name, clusterdns.TypeA, zone, nil)
+func answers(c *model.Cluster, name, zone string) (*model.Answer, *model.Answer) {
+	core, kube := c.CoreDNS(name, model.TypeA, zone, nil), c.KubeDNS(name, model.TypeA, zone, nil)
 	return &core, &kube
 }
 
 // namespaceCaptures: namespace N and Service N in another namespace D. A client outside D
 // that types N sends N.svc.<zone> second, and gets the namespace.
-func namespaceCaptures(c *clusterdns.Cluster, zone string) []Finding {
+func namespaceCaptures(c *model.Cluster, zone string) []Finding {
 	var out []Finding
 	for _, ns := range c.Namespaces() {
 		name := ns.Name
-		var elsewhere []*clusterdns.Service
+		var elsewhere []*model.Service
 		for _, s := range c.ServicesNamed(name) {
 			if s.Namespace != name {
 				elsewhere = append(elsewhere, s)
@@ -178,7 +179,7 @@ func namespaceCaptures(c *clusterdns.Cluster, zone string) []Finding {
 
 // apexFix is the fix for clients that type name and get namespace name: use a Service of
 // that name elsewhere, the Services that are not aliases first.
-func apexFix(c *clusterdns.Cluster, name, zone string) clusterdns.ApexFix {
+func apexFix(c *model.Cluster, name, zone string) clusterdns.ApexFix {
 	services, aliases := c.Homes(name, zone)
 	homes := slices.DeleteFunc(append(services, aliases...), func(ns string) bool { return ns == name })
 	f := clusterdns.ApexFix{Name: name, Known: true, Zone: zone + ".", Homes: homes[:min(len(homes), 3)]}
@@ -189,7 +190,7 @@ func apexFix(c *clusterdns.Cluster, name, zone string) clusterdns.ApexFix {
 // apexAnswers: with kube-dns, a namespace holding ExternalName Services answers its own
 // name with them, a client anywhere that types it gets their targets. Where no Service has
 // that name, a capture does not follow; it is worth knowing, as the blog's fix makes one.
-func apexAnswers(c *clusterdns.Cluster, zone string) []Finding {
+func apexAnswers(c *model.Cluster, zone string) []Finding {
 	var out []Finding
 	for _, ns := range c.Namespaces() {
 		if len(c.ServicesNamed(ns.Name)) > 0 {
@@ -222,7 +223,7 @@ func apexAnswers(c *clusterdns.Cluster, zone string) []Finding {
 
 // endpointShadows: Service b in C with an endpoint named a, and Service a in namespace b.
 // A client in C typing a.b meant Service a in b; its first candidate a.b.C.svc is the endpoint.
-func endpointShadows(c *clusterdns.Cluster, zone string) []Finding {
+func endpointShadows(c *model.Cluster, zone string) []Finding {
 	var out []Finding
 	for _, b := range c.Services() {
 		if b.IsExternalName() {
@@ -259,7 +260,7 @@ func endpointShadows(c *clusterdns.Cluster, zone string) []Finding {
 
 // aliases follows every ExternalName Service whose target is in the cluster zone: it
 // must end at a name that answers, not at a namespace apex, nowhere, or in a loop.
-func aliases(c *clusterdns.Cluster, zone string) []Finding {
+func aliases(c *model.Cluster, zone string) []Finding {
 	zones := []string{clusterdns.FQDN(zone)}
 	var out []Finding
 	for _, s := range c.Services() {
@@ -269,8 +270,8 @@ func aliases(c *clusterdns.Cluster, zone string) []Finding {
 		if clusterdns.Classify(clusterdns.FQDN(s.ExternalName), zones).Shape == clusterdns.OutOfZone {
 			continue
 		}
-		chain := []*clusterdns.Service{s}
-		seen := map[*clusterdns.Service]bool{s: true}
+		chain := []*model.Service{s}
+		seen := map[*model.Service]bool{s: true}
 		var f *Finding
 		for f == nil {
 			cur := chain[len(chain)-1]
@@ -339,7 +340,7 @@ func aliases(c *clusterdns.Cluster, zone string) []Finding {
 	return out
 }
 
-func objects(chain []*clusterdns.Service) []Object {
+func objects(chain []*model.Service) []Object {
 	out := make([]Object, len(chain))
 	for i, s := range chain {
 		out[i] = svcObject(s)
@@ -347,7 +348,7 @@ func objects(chain []*clusterdns.Service) []Object {
 	return out
 }
 
-func chainText(chain []*clusterdns.Service) string {
+func chainText(chain []*model.Service) string {
 	parts := make([]string, 0, len(chain)+1)
 	for _, s := range chain {
 		parts = append(parts, s.Namespace+"/"+s.Name)
@@ -373,7 +374,7 @@ func init() {
 	}
 }
 
-func reserved(c *clusterdns.Cluster, zone string) []Finding {
+func reserved(c *model.Cluster, zone string) []Finding {
 	var out []Finding
 	for _, ns := range c.Namespaces() {
 		name := ns.Name

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/nsguard/nsguard/audit/model"
 	"github.com/nsguard/nsguard/clusterdns"
 )
 
@@ -16,10 +17,10 @@ type ExplainOptions struct {
 
 // Candidate is one name the resolver sends, how cluster DNS reads it and what it answers.
 type Candidate struct {
-	Name    string            `json:"name"`
-	ReadAs  string            `json:"readAs"`
-	CoreDNS clusterdns.Answer `json:"coredns"`
-	KubeDNS clusterdns.Answer `json:"kubeDNS"`
+	Name    string       `json:"name"`
+	ReadAs  string       `json:"readAs"`
+	CoreDNS model.Answer `json:"coredns"`
+	KubeDNS model.Answer `json:"kubeDNS"`
 }
 
 // Outcome is where a lookup ends with one cluster DNS. Index is a 0-based candidate
@@ -66,7 +67,7 @@ type Explanation struct {
 
 // Explain lists the search candidates a pod in namespace from sends for name, and what
 // CoreDNS and kube-dns answer to each.
-func Explain(c *clusterdns.Cluster, name, from string, o ExplainOptions) Explanation {
+func Explain(c *model.Cluster, name, from string, o ExplainOptions) Explanation {
 	zone := strings.ToLower(strings.TrimSuffix(o.Zone, "."))
 	if zone == "" {
 		zone = "cluster.local"
@@ -87,12 +88,12 @@ func Explain(c *clusterdns.Cluster, name, from string, o ExplainOptions) Explana
 	for _, cand := range Candidates(name, search, ndots) {
 		e.Candidates = append(e.Candidates, Candidate{
 			Name: cand, ReadAs: readAs(cand, zone),
-			CoreDNS: c.CoreDNS(cand, clusterdns.TypeA, zone, nil), KubeDNS: c.KubeDNS(cand, clusterdns.TypeA, zone, nil),
+			CoreDNS: c.CoreDNS(cand, model.TypeA, zone, nil), KubeDNS: c.KubeDNS(cand, model.TypeA, zone, nil),
 		})
 	}
 	e.Meant, e.MeantName = meant(c, name, from, zone)
-	e.CoreDNS = outcome(e, func(c Candidate) clusterdns.Answer { return c.CoreDNS })
-	e.KubeDNS = outcome(e, func(c Candidate) clusterdns.Answer { return c.KubeDNS })
+	e.CoreDNS = outcome(e, func(c Candidate) model.Answer { return c.CoreDNS })
+	e.KubeDNS = outcome(e, func(c Candidate) model.Answer { return c.KubeDNS })
 	return e
 }
 
@@ -134,7 +135,7 @@ func readAs(qname, zone string) string {
 // meant guesses what a person typing name in namespace from wanted: x is Service x, a.b
 // and a.b.svc are Service a in namespace b, and a name in the zone is itself. Anything
 // else is a host outside the cluster.
-func meant(c *clusterdns.Cluster, name, from, zone string) (string, string) {
+func meant(c *model.Cluster, name, from, zone string) (string, string) {
 	name = strings.ToLower(name)
 	zones := []string{clusterdns.FQDN(zone)}
 	if strings.HasSuffix(name, ".") {
@@ -178,10 +179,10 @@ func meant(c *clusterdns.Cluster, name, from, zone string) (string, string) {
 	return "host " + name + " outside the cluster", ""
 }
 
-func outcome(e Explanation, answer func(Candidate) clusterdns.Answer) Outcome {
+func outcome(e Explanation, answer func(Candidate) model.Answer) Outcome {
 	o := Outcome{Winner: -1, MuslStop: -1}
 	for i, cand := range e.Candidates {
-		if a := answer(cand); a.HasRecords() || a.Rcode == clusterdns.Upstream {
+		if a := answer(cand); a.HasRecords() || a.Rcode == model.Upstream {
 			o.Winner = i
 			break
 		}
@@ -200,7 +201,7 @@ func outcome(e Explanation, answer func(Candidate) clusterdns.Answer) Outcome {
 		return o
 	case e.Candidates[o.Winner].Name == e.MeantName:
 		o.Meant = true
-	case outside && answer(e.Candidates[o.Winner]).Rcode == clusterdns.Upstream:
+	case outside && answer(e.Candidates[o.Winner]).Rcode == model.Upstream:
 		o.Meant = true
 	}
 	for i := range o.Resolvers {
@@ -208,7 +209,7 @@ func outcome(e Explanation, answer func(Candidate) clusterdns.Answer) Outcome {
 		ro.Meant = o.Meant && ro.Candidate == o.Winner && !ro.Fails
 	}
 	w := e.Candidates[o.Winner]
-	if answer(w).Rcode == clusterdns.Upstream {
+	if answer(w).Rcode == model.Upstream {
 		o.Verdict = fmt.Sprintf("candidate %d (%s) goes upstream", o.Winner+1, w.Name)
 	} else {
 		o.Verdict = fmt.Sprintf("candidate %d (%s, %s) answers %s", o.Winner+1, w.Name, w.ReadAs, answer(w))
@@ -234,11 +235,11 @@ func outcome(e Explanation, answer func(Candidate) clusterdns.Answer) Outcome {
 //     keeps only the addresses of its target, and fails, without going on, when they come
 //     before the CNAME;
 //   - a name that goes upstream ends the search with what the upstream says.
-func lookup(resolver string, e Explanation, answer func(Candidate) clusterdns.Answer) ResolverOutcome {
+func lookup(resolver string, e Explanation, answer func(Candidate) model.Answer) ResolverOutcome {
 	for i, cand := range e.Candidates {
 		a := answer(cand)
 		switch {
-		case a.Rcode == clusterdns.Upstream:
+		case a.Rcode == model.Upstream:
 			return ResolverOutcome{Resolver: resolver, Candidate: i}
 		case a.NoData() && resolver == Musl:
 			return ResolverOutcome{Resolver: resolver, Candidate: i, Fails: true}
@@ -255,7 +256,7 @@ func lookup(resolver string, e Explanation, answer func(Candidate) clusterdns.An
 		cname := len(a.CNAMEOneOf) > 0 || targets[0] != cand.Name
 		for _, t := range targets {
 			for _, r := range a.Records {
-				if r.Owner == t && (r.Type == clusterdns.TypeA || r.Type == clusterdns.TypeAAAA) {
+				if r.Owner == t && (r.Type == model.TypeA || r.Type == model.TypeAAAA) {
 					o.Addresses = append(o.Addresses, r.Data)
 				}
 			}
@@ -269,11 +270,11 @@ func lookup(resolver string, e Explanation, answer func(Candidate) clusterdns.An
 }
 
 // cnameTarget follows the CNAME records from name to the end of the chain.
-func cnameTarget(name string, records []clusterdns.Record) string {
+func cnameTarget(name string, records []model.Record) string {
 	for range records {
 		next := ""
 		for _, r := range records {
-			if r.Type == clusterdns.TypeCNAME && r.Owner == name {
+			if r.Type == model.TypeCNAME && r.Owner == name {
 				next = r.Data
 			}
 		}
