@@ -156,7 +156,7 @@ func meant(c *model.Cluster, name, from, zone string) (string, string) {
 		if c.Service(from, name) != nil {
 			return svc(from, name)
 		}
-		homes, aliases := c.Homes(name, zone)
+		homes, aliases := homes(offline{c}, name, zone)
 		if len(homes) == 0 {
 			homes = aliases // an alias still reaches something
 		}

@@ -147,19 +147,6 @@ func (c *Cluster) ServicesNamed(name string) []*Service {
 	return list
 }
 
-// Homes returns the namespaces that hold a Service called name: first those whose Service
-// is not an alias into zone, then the aliases.
-func (c *Cluster) Homes(name, zone string) (services, aliases []string) {
-	for _, s := range c.ServicesNamed(name) {
-		if s.IsExternalName() && clusterdns.LeadsInto(s.ExternalName, []string{clusterdns.FQDN(zone)}) {
-			aliases = append(aliases, s.Namespace)
-		} else {
-			services = append(services, s.Namespace)
-		}
-	}
-	return services, aliases
-}
-
 // ServicesIn returns the Services of namespace ns, sorted by name.
 func (c *Cluster) ServicesIn(ns string) []*Service {
 	list := slices.Clone(c.byNS[strings.ToLower(ns)])
