@@ -27,6 +27,7 @@ func (g *NSGuard) initView(conf *dnsserver.Config, cfg config, client k8s.Interf
 		g.events = newEventer(v, client, cfg.events, g.apexFix)
 	}
 	var run *clusterview.Run
+	var live *liveFindings
 	onStart = func() error {
 		gauges.servers = serverAddrs(conf)
 		claimGauges(gauges)
@@ -39,6 +40,8 @@ func (g *NSGuard) initView(conf *dnsserver.Config, cfg config, client k8s.Interf
 			log.Info("cluster view watches Services, EndpointSlices and Namespaces itself: no kubernetes plugin in this server block")
 		}
 		run = v.Start(ctl)
+		live = newLiveFindings(v, g.zones, g.limiter, gauges.servers)
+		live.start()
 		if g.events != nil {
 			return g.events.start()
 		}
@@ -49,6 +52,7 @@ func (g *NSGuard) initView(conf *dnsserver.Config, cfg config, client k8s.Interf
 		if g.events != nil {
 			err = g.events.stop()
 		}
+		live.stop()
 		run.Stop()
 		releaseGauges(gauges)
 		return err
