@@ -40,7 +40,8 @@ func (g *NSGuard) initView(conf *dnsserver.Config, cfg config, client k8s.Interf
 			log.Info("cluster view watches Services, EndpointSlices and Namespaces itself: no kubernetes plugin in this server block")
 		}
 		run = v.Start(ctl)
-		live = newLiveFindings(v, g.zones, g.limiter, gauges.servers)
+		// Lines of their own limits, so that answer lines and their counts stay as they were.
+		live = newLiveFindings(v, g.zones, newLogLimiter(cfg.logInterval, cfg.logLimit), gauges.servers)
 		live.start()
 		if g.events != nil {
 			return g.events.start()
