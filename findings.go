@@ -2,6 +2,7 @@ package nsguard
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -27,7 +28,8 @@ const maxAliasChain = 8
 type liveFindings struct {
 	view    *clusterview.View
 	names   *clusterview.Names
-	zones   []string // lower case, without the trailing dot
+	zones   []string            // lower case, without the trailing dot
+	allowed map[string]struct{} // allow namespace: meant to answer their bare names
 	limiter *logLimiter
 	book    *findingBook
 	servers []string
@@ -39,8 +41,8 @@ type liveFindings struct {
 
 var instances atomic.Uint64
 
-func newLiveFindings(v *clusterview.View, zones []string, limiter *logLimiter, servers []string) *liveFindings {
-	l := &liveFindings{view: v, limiter: limiter, servers: servers, book: bookFor(servers), seq: instances.Add(1)}
+func newLiveFindings(v *clusterview.View, zones []string, allowed map[string]struct{}, limiter *logLimiter, servers []string) *liveFindings {
+	l := &liveFindings{view: v, allowed: allowed, limiter: limiter, servers: servers, book: bookFor(servers), seq: instances.Add(1)}
 	for _, z := range zones {
 		l.zones = append(l.zones, strings.ToLower(strings.TrimSuffix(z, ".")))
 	}
@@ -91,7 +93,7 @@ func (l *liveFindings) tick() {
 	now := map[string][]audit.Finding{}
 	for _, z := range l.zones {
 		for _, name := range ch.Namespaces {
-			now[namespaceOwner(name, z)] = audit.NamespaceFindings(l.names, name, z)
+			now[namespaceOwner(name, z)] = l.unlessAllowed(name, audit.NamespaceFindings(l.names, name, z))
 		}
 		for _, s := range l.aliasesTouched(ch.Services, z) {
 			var fs []audit.Finding
@@ -102,6 +104,17 @@ func (l *liveFindings) tick() {
 		}
 	}
 	l.book.apply(l, now, l.report)
+}
+
+// unlessAllowed drops the answers through namespace name that 'allow namespace' says are
+// meant: its captures, and what kube-dns answers for it. A reserved name stays a finding.
+func (l *liveFindings) unlessAllowed(name string, fs []audit.Finding) []audit.Finding {
+	if _, ok := l.allowed[name]; !ok {
+		return fs
+	}
+	return slices.DeleteFunc(fs, func(f audit.Finding) bool {
+		return f.Check == audit.CheckNamespaceCapture || f.Check == audit.CheckApexAnswers
+	})
 }
 
 // aliasesTouched are the changed Services and every ExternalName Service whose chain leads

@@ -28,7 +28,7 @@ func TestFindingBookAcrossReload(t *testing.T) {
 		}
 		lines = append(lines, s)
 	}
-	old := newLiveFindings(nil, []string{"cluster.local."}, nil, servers)
+	old := newLiveFindings(nil, []string{"cluster.local."}, nil, nil, servers)
 	steps := []struct {
 		name  string
 		l     func() *liveFindings
@@ -50,7 +50,7 @@ func TestFindingBookAcrossReload(t *testing.T) {
 		// The reload: the new instance's first look holds the capture still, and namespace com
 		// was made meanwhile.
 		{"new instance's first look", func() *liveFindings {
-			reloaded = newLiveFindings(nil, []string{"cluster.local"}, nil, servers)
+			reloaded = newLiveFindings(nil, []string{"cluster.local"}, nil, nil, servers)
 			return reloaded
 		}, map[string][]audit.Finding{myApp: {capture}, com: {reserved}}, []string{"appears reserved-namespace com"}, 1},
 		{"the old instance, not stopped yet", func() *liveFindings { return old }, map[string][]audit.Finding{myApp: nil}, nil, 1},
@@ -74,10 +74,23 @@ func TestFindingBookAcrossReload(t *testing.T) {
 	// A look after a stop and before the next instance's first: that one finds the book as
 	// it was left, whatever changed meanwhile.
 	reloaded.book.release(reloaded)
-	third := newLiveFindings(nil, []string{"cluster.local"}, nil, servers)
+	third := newLiveFindings(nil, []string{"cluster.local"}, nil, nil, servers)
 	lines = nil
 	third.book.apply(third, map[string][]audit.Finding{}, report)
 	if len(lines) != 1 || lines[0] != "gone reserved-namespace com" {
 		t.Errorf("third instance logged %q, want namespace com gone", lines)
+	}
+}
+
+// An allowed namespace answers its bare name on purpose: its capture is no finding, its
+// reserved name still is.
+func TestLiveFindingsAllowNamespace(t *testing.T) {
+	l := newLiveFindings(nil, []string{"cluster.local"}, map[string]struct{}{"com": {}}, nil, []string{"dns://:1053-allow"})
+	fs := l.unlessAllowed("com", []audit.Finding{{Check: audit.CheckNamespaceCapture}, {Check: audit.CheckReserved}})
+	if len(fs) != 1 || fs[0].Check != audit.CheckReserved {
+		t.Errorf("allowed namespace com keeps %+v", fs)
+	}
+	if fs := l.unlessAllowed("my-app", []audit.Finding{{Check: audit.CheckNamespaceCapture}}); len(fs) != 1 {
+		t.Errorf("namespace my-app, not allowed, keeps %+v", fs)
 	}
 }

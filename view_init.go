@@ -41,7 +41,7 @@ func (g *NSGuard) initView(conf *dnsserver.Config, cfg config, client k8s.Interf
 		}
 		run = v.Start(ctl)
 		// Lines of their own limits, so that answer lines and their counts stay as they were.
-		live = newLiveFindings(v, g.zones, newLogLimiter(cfg.logInterval, cfg.logLimit), gauges.servers)
+		live = newLiveFindings(v, g.zones, cfg.allowNamespaces, newLogLimiter(cfg.logInterval, cfg.logLimit), gauges.servers)
 		live.start()
 		if g.events != nil {
 			return g.events.start()
