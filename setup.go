@@ -57,6 +57,7 @@ type config struct {
 	kubeconfig, kubeContext string // empty: in-cluster
 	endpoint                string
 	clients                 bool          // watch Pods to name clients
+	findings                bool          // run the audit's checks as the cluster changes
 	events                  time.Duration // the interval of Kubernetes Events on client Pods; 0: off
 }
 
@@ -128,6 +129,7 @@ func parse(c *caddy.Controller) (config, error) {
 		logInterval:     defaultLogInterval,
 		logLimit:        defaultLogLimit,
 		clients:         true,
+		findings:        true,
 	}
 	for i := 0; c.Next(); i++ {
 		if i > 0 {
@@ -225,18 +227,13 @@ func parseProperty(c *caddy.Controller, property string, cfg *config) error {
 		}
 		cfg.endpoint = v
 	case "clients":
-		v, err := singleArg(c)
-		if err != nil {
-			return err
-		}
-		switch strings.ToLower(v) {
-		case "on":
-			cfg.clients = true
-		case "off":
-			cfg.clients = false
-		default:
-			return c.Errf("unknown clients value %q; expect 'on' or 'off'", v)
-		}
+		on, err := parseOnOff(c, property)
+		cfg.clients = on
+		return err
+	case "findings":
+		on, err := parseOnOff(c, property)
+		cfg.findings = on
+		return err
 	case "events":
 		args := c.RemainingArgs()
 		switch len(args) {
@@ -290,6 +287,21 @@ func parseMode(c *caddy.Controller, property string) (Mode, error) {
 		return ModeRefuse, nil
 	}
 	return ModeLog, c.Errf("unknown %s %q; expect 'log' or 'refuse'", property, v)
+}
+
+// parseOnOff reads the value of clients or findings.
+func parseOnOff(c *caddy.Controller, property string) (bool, error) {
+	v, err := singleArg(c)
+	if err != nil {
+		return false, err
+	}
+	switch strings.ToLower(v) {
+	case "on":
+		return true, nil
+	case "off":
+		return false, nil
+	}
+	return false, c.Errf("unknown %s value %q; expect 'on' or 'off'", property, v)
 }
 
 // singleArg reads the one value of the current property.

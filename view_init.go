@@ -40,9 +40,11 @@ func (g *NSGuard) initView(conf *dnsserver.Config, cfg config, client k8s.Interf
 			log.Info("cluster view watches Services, EndpointSlices and Namespaces itself: no kubernetes plugin in this server block")
 		}
 		run = v.Start(ctl)
-		// Lines of their own limits, so that answer lines and their counts stay as they were.
-		live = newLiveFindings(v, g.zones, cfg.allowNamespaces, newLogLimiter(cfg.logInterval, cfg.logLimit), gauges.servers)
-		live.start()
+		if cfg.findings {
+			// Lines of their own limits, so that answer lines and their counts stay as they were.
+			live = newLiveFindings(v, g.zones, cfg.allowNamespaces, newLogLimiter(cfg.logInterval, cfg.logLimit), gauges.servers)
+			live.start()
+		}
 		if g.events != nil {
 			return g.events.start()
 		}
@@ -53,7 +55,9 @@ func (g *NSGuard) initView(conf *dnsserver.Config, cfg config, client k8s.Interf
 		if g.events != nil {
 			err = g.events.stop()
 		}
-		live.stop()
+		if live != nil {
+			live.stop()
+		}
 		run.Stop()
 		releaseGauges(gauges)
 		return err
