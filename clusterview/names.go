@@ -218,21 +218,20 @@ func (n *Names) Service(ns, name string) (audit.Ref, bool) {
 }
 
 func (n *Names) ServicesNamed(name string) []audit.Ref {
-	n.mu.RLock()
-	defer n.mu.RUnlock()
-	var out []audit.Ref
-	for _, ns := range n.byName[name] {
-		out = append(out, n.ref(objectKey{ns, name}))
-	}
-	return out
+	return n.refs(n.byName, name, func(ns string) objectKey { return objectKey{ns, name} })
 }
 
 func (n *Names) ServicesIn(ns string) []audit.Ref {
+	return n.refs(n.byNS, ns, func(name string) objectKey { return objectKey{ns, name} })
+}
+
+// refs are the Services an index lists under key, in its order.
+func (n *Names) refs(index map[string][]string, key string, service func(string) objectKey) []audit.Ref {
 	n.mu.RLock()
 	defer n.mu.RUnlock()
 	var out []audit.Ref
-	for _, name := range n.byNS[ns] {
-		out = append(out, n.ref(objectKey{ns, name}))
+	for _, other := range index[key] {
+		out = append(out, n.ref(service(other)))
 	}
 	return out
 }

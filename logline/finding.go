@@ -47,11 +47,5 @@ func (f *Finding) Append(b []byte) []byte {
 	if !f.Gone {
 		b = appendQuoted(b, KeyFix, f.Fix)
 	}
-	if f.Repeats > 0 {
-		b = appendUint(b, KeyRepeats, f.Repeats)
-	}
-	if f.Suppressed > 0 {
-		b = appendUint(b, KeySuppressed, f.Suppressed)
-	}
-	return b
+	return appendHeld(b, f.Repeats, f.Suppressed)
 }
