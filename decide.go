@@ -17,8 +17,9 @@ import (
 type kind uint8
 
 const (
-	apexKind   kind = iota // it came through a namespace apex
-	shadowKind             // an endpoint name answered in place of a Service
+	apexKind    kind = iota // it came through a namespace apex
+	shadowKind              // an endpoint name answered in place of a Service
+	findingKind             // not an answer: a live finding, for its Event
 )
 
 // decision is what nsguard does with one held answer: made once, then acted on once.

@@ -31,6 +31,7 @@ type liveFindings struct {
 	zones   []string            // lower case, without the trailing dot
 	allowed map[string]struct{} // allow namespace: meant to answer their bare names
 	limiter *logLimiter
+	events  *eventer // namespace_events: an Event on the Namespace of each finding; nil if off
 	book    *findingBook
 	servers []string
 
@@ -137,11 +138,16 @@ func (l *liveFindings) aliasesTouched(changed []audit.Ref, zone string) []audit.
 	return out
 }
 
-// report logs a finding that appeared or went, within the log limits.
+// report logs a finding that appeared or went, within the log limits, and with
+// namespace_events records one that appeared on the Namespace it is about.
 func (l *liveFindings) report(f audit.Finding, gone bool) {
 	subject := ""
 	if len(f.Objects) > 0 {
 		subject = f.Objects[0].String()
+		if o := f.Objects[0]; l.events != nil && !gone && o.Kind == "Namespace" && len(l.servers) > 0 {
+			l.events.offerFinding(l.servers[0], namespaceFinding{namespace: o.Name, check: f.Check,
+				severity: string(f.Severity), message: f.Message, fix: f.Fix})
+		}
 	}
 	key := make([]byte, 0, 128)
 	key = append(key, "finding\x00"...)

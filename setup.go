@@ -58,6 +58,7 @@ type config struct {
 	endpoint                string
 	clients                 bool          // watch Pods to name clients
 	findings                bool          // run the audit's checks as the cluster changes
+	namespaceEvents         bool          // and record an Event on the Namespace of each
 	events                  time.Duration // the interval of Kubernetes Events on client Pods; 0: off
 }
 
@@ -115,6 +116,8 @@ func (cfg config) needsView() string {
 		return "'endpoint_shadows refuse'"
 	case cfg.events > 0:
 		return "'events'"
+	case cfg.namespaceEvents:
+		return "'namespace_events'"
 	}
 	return ""
 }
@@ -157,6 +160,8 @@ func parse(c *caddy.Controller) (config, error) {
 			return cfg, c.Err("'clients off' and 'allow client' cannot work together: 'allow client' needs the Pods that 'clients off' stops watching")
 		case !cfg.clients && cfg.events > 0:
 			return cfg, c.Err("'clients off' and 'events' cannot work together: Events go to the client Pods that 'clients off' stops watching")
+		case cfg.namespaceEvents && !cfg.findings:
+			return cfg, c.Err("'findings off' and 'namespace_events' cannot work together: the Events are those of the live findings")
 		case cfg.shadows == ModeRefuse && cfg.mode == ModeLog:
 			return cfg, c.Err("'endpoint_shadows refuse' needs 'mode refuse'")
 		case seen["rcode"] && cfg.mode == ModeLog:
@@ -234,6 +239,11 @@ func parseProperty(c *caddy.Controller, property string, cfg *config) error {
 		on, err := parseOnOff(c, property)
 		cfg.findings = on
 		return err
+	case "namespace_events":
+		if len(c.RemainingArgs()) != 0 {
+			return c.ArgErr()
+		}
+		cfg.namespaceEvents = true
 	case "events":
 		args := c.RemainingArgs()
 		switch len(args) {

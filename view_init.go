@@ -23,8 +23,12 @@ func (g *NSGuard) initView(conf *dnsserver.Config, cfg config, client k8s.Interf
 		OnSynced: gauges.synced, OnStale: gauges.stale, Logger: &logger,
 	})
 	g.view = v
-	if cfg.events > 0 {
-		g.events = newEventer(v, client, cfg.events, g.apexFix)
+	if cfg.events > 0 || cfg.namespaceEvents {
+		interval := cfg.events
+		if interval == 0 {
+			interval = defaultEventInterval
+		}
+		g.events = newEventer(v, client, interval, g.apexFix)
 	}
 	var run *clusterview.Run
 	var live *liveFindings
@@ -43,6 +47,9 @@ func (g *NSGuard) initView(conf *dnsserver.Config, cfg config, client k8s.Interf
 		if cfg.findings {
 			// Lines of their own limits, so that answer lines and their counts stay as they were.
 			live = newLiveFindings(v, g.zones, cfg.allowNamespaces, newLogLimiter(cfg.logInterval, cfg.logLimit), gauges.servers)
+			if cfg.namespaceEvents {
+				live.events = g.events
+			}
 			live.start()
 		}
 		if g.events != nil {

@@ -54,7 +54,7 @@ func render(t *testing.T, dir string) (string, []byte) {
 // runbook's commands.
 func TestDeployManifestsDryRun(t *testing.T) {
 	deploy := deployDir(t)
-	for _, dir := range []string{"kubernetes", "kubernetes-refuse", "kubernetes-events", "kubernetes/base"} {
+	for _, dir := range []string{"kubernetes", "kubernetes-refuse", "kubernetes-events", "kubernetes-namespace-events", "kubernetes/base"} {
 		t.Run(dir, func(t *testing.T) {
 			path, out := render(t, filepath.Join(deploy, dir))
 			res, err := env.cp.Kubectl(t.Context(), "apply", "--dry-run=server", "-f", path)
@@ -87,7 +87,7 @@ func TestDeployManifestsDryRun(t *testing.T) {
 	}
 	// Rolling back to stock CoreDNS removes nsguard's own RBAC.
 	if _, err := env.cp.Kubectl(t.Context(), "delete", "--dry-run=server", "--ignore-not-found",
-		"clusterrole,clusterrolebinding", "system:coredns-nsguard", "system:coredns-nsguard-events"); err != nil {
+		"clusterrole,clusterrolebinding", "system:coredns-nsguard", "system:coredns-nsguard-events", "system:coredns-nsguard-namespace-events"); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -142,6 +142,7 @@ func TestDeployClusterRoleLeastPrivilege(t *testing.T) {
 	}{
 		{"kubernetes", "system:coredns-nsguard", []string{"list", "watch"}, []string{"/namespaces", "/pods", "/services", "discovery.k8s.io/endpointslices"}},
 		{"kubernetes-events", "system:coredns-nsguard-events", []string{"create", "patch"}, []string{"events.k8s.io/events"}},
+		{"kubernetes-namespace-events", "system:coredns-nsguard-namespace-events", []string{"create", "get", "patch"}, []string{"/namespaces", "events.k8s.io/events"}},
 	}
 	for _, tc := range tests {
 		role := roles(tc.dir)[tc.role]

@@ -70,7 +70,7 @@ func TestLiveFindings(t *testing.T) {
 			t.Errorf("restoring the fixtures: %v", err)
 		}
 	})
-	cfg := coredns.Config{Reload: "2s", NSGuard: withView()}
+	cfg := coredns.Config{Reload: "2s", NSGuard: withView("namespace_events")}
 	p := startDNS(t, "127.53.1.27", cfg)
 	p.waitSynced(t)
 	var base float64
@@ -95,10 +95,18 @@ func TestLiveFindings(t *testing.T) {
 			t.Errorf("the line lacks %q", want)
 		}
 	}
+	// namespace_events: kubectl describe namespace says what it captures.
+	var described []byte
+	took = waitFor(t, 10*time.Second, "the Event on namespace my-app", func() bool {
+		out, err := env.cp.Kubectl(t.Context(), "describe", "namespace", cluster.LegacyNamespace)
+		described = out
+		return err == nil && strings.Contains(string(out), "DNSNamespaceCapturesService")
+	})
+	t.Logf("kubectl describe namespace my-app, %v after the line:\n%s", took.Round(time.Millisecond), described)
 
 	// A reload, and namespace com (a top-level domain's name) made while it runs.
 	cfg.IP, cfg.Kubeconfig, cfg.ZoneDir, cfg.Metrics = p.dns.IP, env.cp.Kubeconfig, env.zoneDir, p.dns.Metrics
-	cfg.NSGuard = withView("log_interval 2m")
+	cfg.NSGuard = withView("log_interval 2m", "namespace_events")
 	done := strings.Count(p.dns.Log(), "Reloading complete")
 	if err := p.dns.Reload(cfg.Corefile()); err != nil {
 		t.Fatal(err)

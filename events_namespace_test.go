@@ -1,0 +1,44 @@
+package nsguard
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/nsguard/nsguard/internal/fixture"
+)
+
+// A live finding about a Namespace becomes a Warning Event on it, with the Namespace's UID
+// (kubectl describe namespace matches by it), once per check and interval, through the same
+// worker and limits as the Events on Pods.
+func TestNamespaceFindingEvent(t *testing.T) {
+	cs := fake.NewClientset(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "my-app", UID: "ns-uid-1"}})
+	e := testEventer(t, cs, &fakeEventView{}, time.Hour)
+	if err := e.start(); err != nil {
+		t.Fatal(err)
+	}
+	f := namespaceFinding{namespace: "my-app", check: "namespace-captures-service", severity: "warning",
+		message: "namespace my-app captures the short name of Service my-app in new-namespace-2", fix: "use my-app.new-namespace-2"}
+	e.offerFinding(t.Name(), f)
+	e.offerFinding(t.Name(), f) // the same finding again within the interval: no second Event
+	fixture.Eventually(t, func() bool { return created(cs) == 1 })
+	list, err := cs.EventsV1().Events("my-app").List(context.Background(), metav1.ListOptions{})
+	if err != nil || len(list.Items) != 1 {
+		t.Fatalf("Events in my-app: %v, %v", list, err)
+	}
+	ev := list.Items[0]
+	if ev.Regarding.Kind != "Namespace" || ev.Regarding.Name != "my-app" || ev.Regarding.UID != "ns-uid-1" ||
+		ev.Type != corev1.EventTypeWarning || ev.Reason != "DNSNamespaceCapturesService" || ev.Action != "Audit namespace-captures-service" ||
+		!strings.HasPrefix(ev.Note, "warning: namespace my-app captures") || !strings.HasSuffix(ev.Note, "Fix: use my-app.new-namespace-2") {
+		t.Errorf("Event %+v", ev)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if n := created(cs); n != 1 {
+		t.Errorf("%d Events, want 1", n)
+	}
+}
