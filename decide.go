@@ -52,7 +52,7 @@ func (g *NSGuard) answer(ctx context.Context, w dns.ResponseWriter, r, res *dns.
 	}
 	if d.action != actionAllowed {
 		g.report(server, r, res, d)
-		if g.events != nil && d.pod != "" {
+		if g.podEvents && d.pod != "" {
 			g.events.offer(server, r, d)
 		}
 	}

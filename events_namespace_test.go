@@ -42,3 +42,15 @@ func TestNamespaceFindingEvent(t *testing.T) {
 		t.Errorf("%d Events, want 1", n)
 	}
 }
+
+// namespace_events alone starts the Events worker, for Namespaces only: an answer through a
+// namespace apex puts no Event on the client Pod.
+func TestNamespaceEventsAloneLeavePodsAlone(t *testing.T) {
+	g, cs := withEvents(t, ModeLog, time.Hour)
+	g.podEvents = false // as initView sets it for namespace_events without events
+	ask(g, "kubernetes", "10.244.1.5", "my-app.svc.cluster.local.")
+	time.Sleep(200 * time.Millisecond)
+	if n := created(cs); n != 0 {
+		t.Errorf("%d Events on Pods, want none", n)
+	}
+}

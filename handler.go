@@ -30,8 +30,9 @@ type NSGuard struct {
 	allowClients    map[string]struct{}
 	limiter         *logLimiter
 
-	view   clusterView // nil without a cluster view
-	events *eventer    // nil unless Events are on
+	view      clusterView // nil without a cluster view
+	events    *eventer    // nil unless Events are on
+	podEvents bool        // 'events': on client Pods; 'namespace_events' alone uses events for Namespaces only
 }
 
 // New returns an NSGuard for cfg, without a cluster view.

@@ -29,6 +29,7 @@ func (g *NSGuard) initView(conf *dnsserver.Config, cfg config, client k8s.Interf
 			interval = defaultEventInterval
 		}
 		g.events = newEventer(v, client, interval, g.apexFix)
+		g.podEvents = cfg.events > 0
 	}
 	var run *clusterview.Run
 	var live *liveFindings
