@@ -264,15 +264,17 @@ func (e *eventer) podEvent(it eventItem, typed, uid string) eventFor {
 	}
 }
 
-// namespaceEvent is the Event of a live finding, in the Namespace it is about. The view
-// keeps no Namespace's UID, which kubectl describe matches Events by: write reads it.
+// namespaceEvent is the Event of a live finding, on the Namespace it is about. A Namespace
+// is cluster-scoped, and the API server keeps the Events of such objects in namespace
+// default. The view keeps no Namespace's UID, which kubectl describe matches Events by:
+// write reads it.
 func (e *eventer) namespaceEvent(f *namespaceFinding) eventFor {
 	note := strings.ToValidUTF8(f.severity+": "+f.message+". Fix: "+f.fix, "?")
 	if len(note) > maxNote {
 		note = clip(note, maxNote-3) + "..."
 	}
 	return eventFor{
-		namespace: f.namespace,
+		namespace: metav1.NamespaceDefault,
 		regarding: corev1.ObjectReference{Kind: "Namespace", APIVersion: "v1", Name: f.namespace},
 		reason:    findingReasons[f.check], action: clip("Audit "+f.check, maxAction), note: note,
 	}

@@ -27,12 +27,13 @@ func TestNamespaceFindingEvent(t *testing.T) {
 	e.offerFinding(t.Name(), f)
 	e.offerFinding(t.Name(), f) // the same finding again within the interval: no second Event
 	fixture.Eventually(t, func() bool { return created(cs) == 1 })
-	list, err := cs.EventsV1().Events("my-app").List(context.Background(), metav1.ListOptions{})
+	// The API server takes an Event on a cluster-scoped object only in default (or kube-system).
+	list, err := cs.EventsV1().Events(metav1.NamespaceDefault).List(context.Background(), metav1.ListOptions{})
 	if err != nil || len(list.Items) != 1 {
-		t.Fatalf("Events in my-app: %v, %v", list, err)
+		t.Fatalf("Events in default: %v, %v", list, err)
 	}
 	ev := list.Items[0]
-	if ev.Regarding.Kind != "Namespace" || ev.Regarding.Name != "my-app" || ev.Regarding.UID != "ns-uid-1" ||
+	if ev.Regarding.Kind != "Namespace" || ev.Regarding.Name != "my-app" || ev.Regarding.Namespace != "" || ev.Regarding.UID != "ns-uid-1" ||
 		ev.Type != corev1.EventTypeWarning || ev.Reason != "DNSNamespaceCapturesService" || ev.Action != "Audit namespace-captures-service" ||
 		!strings.HasPrefix(ev.Note, "warning: namespace my-app captures") || !strings.HasSuffix(ev.Note, "Fix: use my-app.new-namespace-2") {
 		t.Errorf("Event %+v", ev)
