@@ -70,7 +70,7 @@ type eventItem struct {
 }
 
 // namespaceFinding is a live finding whose first object is a Namespace: its Event goes on
-// that Namespace, so that kubectl describe namespace says what it captures.
+// that Namespace, so that the Namespace's Events say what it captures.
 type namespaceFinding struct {
 	namespace, check, severity, message, fix string
 }
@@ -266,8 +266,8 @@ func (e *eventer) podEvent(it eventItem, typed, uid string) eventFor {
 
 // namespaceEvent is the Event of a live finding, on the Namespace it is about. A Namespace
 // is cluster-scoped, and the API server keeps the Events of such objects in namespace
-// default. The view keeps no Namespace's UID, which kubectl describe matches Events by:
-// write reads it.
+// default. The view keeps no Namespace's UID, which ties an Event to its object: write
+// reads it.
 func (e *eventer) namespaceEvent(f *namespaceFinding) eventFor {
 	note := strings.ToValidUTF8(f.severity+": "+f.message+". Fix: "+f.fix, "?")
 	if len(note) > maxNote {

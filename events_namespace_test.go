@@ -14,7 +14,7 @@ import (
 )
 
 // A live finding about a Namespace becomes a Warning Event on it, with the Namespace's UID
-// (kubectl describe namespace matches by it), once per check and interval, through the same
+// (it ties the Event to its object), once per check and interval, through the same
 // worker and limits as the Events on Pods.
 func TestNamespaceFindingEvent(t *testing.T) {
 	cs := fake.NewClientset(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "my-app", UID: "ns-uid-1"}})
