@@ -17,8 +17,9 @@ import (
 type kind uint8
 
 const (
-	apexKind   kind = iota // it came through a namespace apex
-	shadowKind             // an endpoint name answered in place of a Service
+	apexKind    kind = iota // it came through a namespace apex
+	shadowKind              // an endpoint name answered in place of a Service
+	findingKind             // not an answer: a live finding, for its Event
 )
 
 // decision is what nsguard does with one held answer: made once, then acted on once.
@@ -53,7 +54,7 @@ func (g *NSGuard) answer(ctx context.Context, w dns.ResponseWriter, r, res *dns.
 	}
 	if d.action != actionAllowed {
 		g.report(sc, r, res, &d)
-		if g.events != nil && d.pod != "" {
+		if g.podEvents && d.pod != "" {
 			g.offer(sc, r, &d)
 		}
 	}

@@ -62,10 +62,24 @@ type eventView interface {
 // eventItem is what the query path hands over: values only, so it neither allocates nor
 // shares a message that the server may still change.
 type eventItem struct {
-	server string
-	d      decision // d.pod is the client Pod, "namespace/name"
-	qname  string
-	qtype  uint16
+	server  string
+	d       decision // d.pod is the client Pod, "namespace/name"
+	qname   string
+	qtype   uint16
+	finding *namespaceFinding // instead, a live finding about a Namespace
+}
+
+// namespaceFinding is a live finding whose first object is a Namespace: its Event goes on
+// that Namespace, so that the Namespace's Events say what it captures.
+type namespaceFinding struct {
+	namespace, check, severity, message, fix string
+}
+
+// findingReasons are the Events' reasons of the live checks about a Namespace.
+var findingReasons = map[string]string{
+	"namespace-captures-service": "DNSNamespaceCapturesService",
+	"namespace-apex-answers":     "DNSNamespaceApexAnswers",
+	"reserved-namespace":         "DNSReservedNamespace",
 }
 
 // eventKey is one Pod and one name: at most one Event each per interval.
@@ -126,16 +140,25 @@ func newEventer(v eventView, client kubernetes.Interface, interval time.Duration
 
 // offer queues an Event for d, or counts it dropped when the queue is full or stopped.
 func (e *eventer) offer(server string, r *dns.Msg, d decision) {
+	e.enqueue(eventItem{server: server, d: d, qname: r.Question[0].Name, qtype: r.Question[0].Qtype})
+}
+
+// offerFinding queues an Event on the Namespace a live finding is about.
+func (e *eventer) offerFinding(server string, f namespaceFinding) {
+	e.enqueue(eventItem{server: server, finding: &f})
+}
+
+func (e *eventer) enqueue(it eventItem) {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
 	if e.closed {
-		eventDrops.get(serverLabels{server, dropStopped}).Inc()
+		eventDrops.get(serverLabels{it.server, dropStopped}).Inc()
 		return
 	}
 	select {
-	case e.queue <- eventItem{server: server, d: d, qname: r.Question[0].Name, qtype: r.Question[0].Qtype}:
+	case e.queue <- it:
 	default:
-		eventDrops.get(serverLabels{server, dropQueueFull}).Inc()
+		eventDrops.get(serverLabels{it.server, dropQueueFull}).Inc()
 	}
 }
 
@@ -181,8 +204,10 @@ func (e *eventer) run(ctx context.Context) {
 // record writes one Event, unless this Pod and name had one within the interval, or the API
 // server is out of reach: a write then would only wait and fail.
 func (e *eventer) record(ctx context.Context, it eventItem) {
-	typed := typedName(it.d)
-	key := eventKey{pod: it.d.pod, name: typed, kind: it.d.kind}
+	key := eventKey{pod: it.d.pod, name: typedName(it.d), kind: it.d.kind}
+	if it.finding != nil {
+		key = eventKey{pod: "Namespace " + it.finding.namespace, name: it.finding.check, kind: findingKind}
+	}
 	s := e.sent[key]
 	if s != nil && e.now().Sub(s.at) < e.interval {
 		return
@@ -191,10 +216,16 @@ func (e *eventer) record(ctx context.Context, it eventItem) {
 		e.drop(it.server, dropUnreachable, nil)
 		return
 	}
-	uid, ok := e.view.PodUID(it.d.pod)
-	if !ok {
-		e.drop(it.server, dropPodGone, nil)
-		return
+	var ev eventFor
+	if it.finding != nil {
+		ev = e.namespaceEvent(it.finding)
+	} else {
+		uid, ok := e.view.PodUID(it.d.pod)
+		if !ok {
+			e.drop(it.server, dropPodGone, nil)
+			return
+		}
+		ev = e.podEvent(it, key.name, uid)
 	}
 	if err := e.limit.Wait(ctx); err != nil {
 		e.drop(it.server, dropStopped, nil)
@@ -208,17 +239,52 @@ func (e *eventer) record(ctx context.Context, it eventItem) {
 		e.sent[key] = s
 	}
 	s.at = e.now()
-	if err := e.write(ctx, s, it, typed, uid); err != nil {
+	if err := e.write(ctx, s, ev); err != nil {
 		e.drop(it.server, dropReason(err), err)
 	}
 }
 
+// eventFor is what one Event says, and of what.
+type eventFor struct {
+	namespace            string
+	regarding            corev1.ObjectReference // UID empty: looked up when written
+	reason, action, note string
+}
+
+func (e *eventer) podEvent(it eventItem, typed, uid string) eventFor {
+	ns, pod, _ := strings.Cut(it.d.pod, "/")
+	reason := reasonApex
+	if it.d.kind == shadowKind {
+		reason = reasonShadow
+	}
+	return eventFor{
+		namespace: ns,
+		regarding: corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: ns, Name: pod, UID: types.UID(uid)},
+		reason:    reason, action: eventAction(typed), note: e.note(it, typed),
+	}
+}
+
+// namespaceEvent is the Event of a live finding, on the Namespace it is about. A Namespace
+// is cluster-scoped, and the API server keeps the Events of such objects in namespace
+// default. The view keeps no Namespace's UID, which ties an Event to its object: write
+// reads it.
+func (e *eventer) namespaceEvent(f *namespaceFinding) eventFor {
+	note := strings.ToValidUTF8(f.severity+": "+f.message+". Fix: "+f.fix, "?")
+	if len(note) > maxNote {
+		note = clip(note, maxNote-3) + "..."
+	}
+	return eventFor{
+		namespace: metav1.NamespaceDefault,
+		regarding: corev1.ObjectReference{Kind: "Namespace", APIVersion: "v1", Name: f.namespace},
+		reason:    findingReasons[f.check], action: clip("Audit "+f.check, maxAction), note: note,
+	}
+}
+
 // write adds to the key's series, or creates its Event when it has none the API server keeps.
-func (e *eventer) write(ctx context.Context, s *eventSent, it eventItem, typed, uid string) error {
+func (e *eventer) write(ctx context.Context, s *eventSent, ev eventFor) error {
 	ctx, cancel := context.WithTimeout(ctx, eventWriteTimeout)
 	defer cancel()
-	ns, pod, _ := strings.Cut(it.d.pod, "/")
-	events := e.client.EventsV1().Events(ns)
+	events := e.client.EventsV1().Events(ev.namespace)
 	now := metav1.NewMicroTime(s.at)
 	if s.name != "" {
 		patch, err := json.Marshal(map[string]eventsv1.EventSeries{"series": {Count: s.count + 1, LastObservedTime: now}})
@@ -235,22 +301,24 @@ func (e *eventer) write(ctx context.Context, s *eventSent, it eventItem, typed, 
 		}
 		s.name = "" // expired (the API server's event TTL) or deleted: start again
 	}
-	reason := reasonApex
-	if it.d.kind == shadowKind {
-		reason = reasonShadow
+	if ev.regarding.Kind == "Namespace" {
+		n, err := e.client.CoreV1().Namespaces().Get(ctx, ev.regarding.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		ev.regarding.UID = n.UID
 	}
-	ev := &eventsv1.Event{
-		ObjectMeta:          metav1.ObjectMeta{Name: eventName(pod, s.at), Namespace: ns},
+	made, err := events.Create(ctx, &eventsv1.Event{
+		ObjectMeta:          metav1.ObjectMeta{Name: eventName(ev.regarding.Name, s.at), Namespace: ev.namespace},
 		EventTime:           now,
-		Regarding:           corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: ns, Name: pod, UID: types.UID(uid)},
+		Regarding:           ev.regarding,
 		Type:                corev1.EventTypeWarning,
-		Reason:              reason,
-		Action:              eventAction(typed),
-		Note:                e.note(it, typed),
+		Reason:              ev.reason,
+		Action:              ev.action,
+		Note:                ev.note,
 		ReportingController: pluginName,
 		ReportingInstance:   e.instance,
-	}
-	made, err := events.Create(ctx, ev, metav1.CreateOptions{})
+	}, metav1.CreateOptions{})
 	if err != nil {
 		return err
 	}

@@ -28,6 +28,7 @@ func withEvents(t *testing.T, mode Mode, interval time.Duration) (*NSGuard, *fak
 	g := New(testConfig([]string{"cluster.local."}, mode, dns.RcodeNameError))
 	g.view = v
 	g.events = newEventer(v, cs, interval, g.apexFix)
+	g.podEvents = true
 	if err := g.events.start(); err != nil {
 		t.Fatal(err)
 	}
@@ -99,6 +100,7 @@ func TestEventQueueFull(t *testing.T) {
 	v, _ := startView(t, true, fixture.Incident()...)
 	g.view = v
 	g.events = newEventer(v, cs, time.Hour, g.apexFix) // not started: nothing takes from the queue
+	g.podEvents = true
 	d := decision{kind: apexKind, name: clusterdns.Name{Shape: clusterdns.NamespaceApex, Zone: "cluster.local.", Namespace: "my-app"}, pod: "new-namespace-1/client", action: actionLogged}
 	r := query("my-app.svc.cluster.local.", dns.TypeA, noEDNS)
 	drops := testutil.ToFloat64(eventsDropped.WithLabelValues("", dropQueueFull))
@@ -117,6 +119,7 @@ func TestEventQueueFull(t *testing.T) {
 	serve := func() { g.ServeDNS(context.Background(), w, r) }
 	with := testing.AllocsPerRun(100, serve)
 	g.events = nil
+	g.podEvents = false
 	without := testing.AllocsPerRun(100, serve)
 	if with != without {
 		t.Errorf("a held answer allocates %v times with Events, %v without", with, without)

@@ -81,6 +81,7 @@ func FuzzServeDNSWithView(f *testing.F) {
 		g := New(cfg)
 		g.view = v
 		g.events = newEventer(v, cs, time.Minute, g.apexFix)
+		g.podEvents = true
 		if err := g.events.start(); err != nil {
 			f.Fatal(err)
 		}

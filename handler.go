@@ -31,9 +31,10 @@ type NSGuard struct {
 	allowClients    map[string]struct{}
 	limiter         *logLimiter
 
-	view     clusterView // nil without a cluster view
-	events   *eventer    // nil unless Events are on
-	counters heldCounters
+	view      clusterView // nil without a cluster view
+	events    *eventer    // nil unless Events are on
+	podEvents bool        // 'events': on client Pods; 'namespace_events' alone uses events for Namespaces only
+	counters  heldCounters
 }
 
 // New returns an NSGuard for cfg, without a cluster view.

@@ -64,6 +64,14 @@ var (
 		Help:      "Counter of Kubernetes Events not recorded, by reason: queue_full (more were waiting for the write rate than the queue holds), stopped (still waiting at a reload or stop), pod_gone (the client Pod was deleted), unreachable (the API server was out of reach), timeout (a write took too long), forbidden (401 or 403: no permission to write Events), rejected (another 4xx: the API server refused the Event) or server_error (a 5xx).",
 	}, []string{"server", "reason"})
 
+	// findings counts the findings of nsguard audit's checks that hold in the cluster now.
+	findings = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: pluginName,
+		Name:      "findings",
+		Help:      "Findings of nsguard audit's checks that hold in the cluster now, as the cluster view sees it, by check (namespace-captures-service, namespace-apex-answers, reserved-namespace, alias-through-namespace, alias-dangling, alias-loop) and severity (error, warning, info).",
+	}, []string{"server", "check", "severity"})
+
 	// viewSynced is 1 once the cluster view has synced.
 	viewSynced = promauto.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: plugin.Namespace,

@@ -57,6 +57,8 @@ type config struct {
 	kubeconfig, kubeContext string // empty: in-cluster
 	endpoint                string
 	clients                 bool          // watch Pods to name clients
+	findings                bool          // run the audit's checks as the cluster changes
+	namespaceEvents         bool          // and record an Event on the Namespace of each
 	events                  time.Duration // the interval of Kubernetes Events on client Pods; 0: off
 }
 
@@ -114,6 +116,8 @@ func (cfg config) needsView() string {
 		return "'endpoint_shadows refuse'"
 	case cfg.events > 0:
 		return "'events'"
+	case cfg.namespaceEvents:
+		return "'namespace_events'"
 	}
 	return ""
 }
@@ -128,6 +132,7 @@ func parse(c *caddy.Controller) (config, error) {
 		logInterval:     defaultLogInterval,
 		logLimit:        defaultLogLimit,
 		clients:         true,
+		findings:        true,
 	}
 	for i := 0; c.Next(); i++ {
 		if i > 0 {
@@ -155,6 +160,8 @@ func parse(c *caddy.Controller) (config, error) {
 			return cfg, c.Err("'clients off' and 'allow client' cannot work together: 'allow client' needs the Pods that 'clients off' stops watching")
 		case !cfg.clients && cfg.events > 0:
 			return cfg, c.Err("'clients off' and 'events' cannot work together: Events go to the client Pods that 'clients off' stops watching")
+		case cfg.namespaceEvents && !cfg.findings:
+			return cfg, c.Err("'findings off' and 'namespace_events' cannot work together: the Events are those of the live findings")
 		case cfg.shadows == ModeRefuse && cfg.mode == ModeLog:
 			return cfg, c.Err("'endpoint_shadows refuse' needs 'mode refuse'")
 		case seen["rcode"] && cfg.mode == ModeLog:
@@ -225,18 +232,18 @@ func parseProperty(c *caddy.Controller, property string, cfg *config) error {
 		}
 		cfg.endpoint = v
 	case "clients":
-		v, err := singleArg(c)
-		if err != nil {
-			return err
+		on, err := parseOnOff(c, property)
+		cfg.clients = on
+		return err
+	case "findings":
+		on, err := parseOnOff(c, property)
+		cfg.findings = on
+		return err
+	case "namespace_events":
+		if len(c.RemainingArgs()) != 0 {
+			return c.ArgErr()
 		}
-		switch strings.ToLower(v) {
-		case "on":
-			cfg.clients = true
-		case "off":
-			cfg.clients = false
-		default:
-			return c.Errf("unknown clients value %q; expect 'on' or 'off'", v)
-		}
+		cfg.namespaceEvents = true
 	case "events":
 		args := c.RemainingArgs()
 		switch len(args) {
@@ -290,6 +297,21 @@ func parseMode(c *caddy.Controller, property string) (Mode, error) {
 		return ModeRefuse, nil
 	}
 	return ModeLog, c.Errf("unknown %s %q; expect 'log' or 'refuse'", property, v)
+}
+
+// parseOnOff reads the value of clients or findings.
+func parseOnOff(c *caddy.Controller, property string) (bool, error) {
+	v, err := singleArg(c)
+	if err != nil {
+		return false, err
+	}
+	switch strings.ToLower(v) {
+	case "on":
+		return true, nil
+	case "off":
+		return false, nil
+	}
+	return false, c.Errf("unknown %s value %q; expect 'on' or 'off'", property, v)
 }
 
 // singleArg reads the one value of the current property.

@@ -17,7 +17,7 @@ import (
 func TestSetup(t *testing.T) {
 	defaults := func(change func(*config)) config {
 		cfg := config{mode: ModeLog, shadows: ModeLog, rcode: dns.RcodeNameError,
-			allowNamespaces: map[string]struct{}{}, allowClients: map[string]struct{}{}, logInterval: time.Minute, logLimit: 10, clients: true}
+			allowNamespaces: map[string]struct{}{}, allowClients: map[string]struct{}{}, logInterval: time.Minute, logLimit: 10, clients: true, findings: true}
 		if change != nil {
 			change(&cfg)
 		}
@@ -49,6 +49,12 @@ func TestSetup(t *testing.T) {
 			c.mode, c.shadows, c.endpoint = ModeRefuse, ModeRefuse, "http://127.0.0.1:1"
 		}), ""},
 		{"clients off", "nsguard {\n clients off\n}", defaults(func(c *config) { c.clients = false }), ""},
+		{"findings off", "nsguard {\n findings OFF\n}", defaults(func(c *config) { c.findings = false }), ""},
+		{"findings bad", "nsguard {\n findings maybe\n}", config{}, `unknown findings value "maybe"`},
+		{"namespace_events", "nsguard {\n namespace_events\n endpoint http://127.0.0.1:1\n}", defaults(func(c *config) { c.namespaceEvents, c.endpoint = true, "http://127.0.0.1:1" }), ""},
+		{"namespace_events with a value", "nsguard {\n namespace_events 10m\n}", config{}, `Wrong argument count or unexpected line ending after '10m'`},
+		{"namespace_events with findings off", "nsguard {\n namespace_events\n findings off\n}", config{}, `'findings off' and 'namespace_events' cannot work together`},
+		{"findings twice", "nsguard {\n findings on\n findings off\n}", config{}, `property "findings" given twice`},
 		{"events", "nsguard {\n events\n endpoint http://127.0.0.1:1\n}", defaults(func(c *config) { c.events, c.endpoint = 10*time.Minute, "http://127.0.0.1:1" }), ""},
 		{"events every hour", "nsguard {\n events 1h\n endpoint http://127.0.0.1:1\n}", defaults(func(c *config) { c.events, c.endpoint = time.Hour, "http://127.0.0.1:1" }), ""},
 		{"endpoint", "nsguard {\n endpoint http://127.0.0.1:8080\n}", defaults(func(c *config) { c.endpoint = "http://127.0.0.1:8080" }), ""},

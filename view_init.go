@@ -22,10 +22,16 @@ func (g *NSGuard) initView(conf *dnsserver.Config, cfg config, client *kubeClien
 		OnSynced: gauges.synced, OnStale: gauges.stale, Logger: &logger,
 	})
 	g.view = v
-	if cfg.events > 0 {
-		g.events = newEventer(v, client, cfg.events, g.apexFix)
+	if cfg.events > 0 || cfg.namespaceEvents {
+		interval := cfg.events
+		if interval == 0 {
+			interval = defaultEventInterval
+		}
+		g.events = newEventer(v, client, interval, g.apexFix)
+		g.podEvents = cfg.events > 0
 	}
 	var run *clusterview.Run
+	var live *liveFindings
 	onStart = func() error {
 		gauges.servers = serverAddrs(conf)
 		claimGauges(gauges)
@@ -38,6 +44,14 @@ func (g *NSGuard) initView(conf *dnsserver.Config, cfg config, client *kubeClien
 			log.Info("cluster view watches Services, EndpointSlices and Namespaces itself: no kubernetes plugin in this server block")
 		}
 		run = v.Start(ctl)
+		if cfg.findings {
+			// Lines of their own limits, so that answer lines and their counts stay as they were.
+			live = newLiveFindings(v, g.zones, cfg.allowNamespaces, newLogLimiter(cfg.logInterval, cfg.logLimit), gauges.servers)
+			if cfg.namespaceEvents {
+				live.events = g.events
+			}
+			live.start()
+		}
 		if g.events != nil {
 			return g.events.start()
 		}
@@ -47,6 +61,9 @@ func (g *NSGuard) initView(conf *dnsserver.Config, cfg config, client *kubeClien
 		var err error
 		if g.events != nil {
 			err = g.events.stop()
+		}
+		if live != nil {
+			live.stop()
 		}
 		run.Stop()
 		releaseGauges(gauges)

@@ -7,10 +7,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nsguard/nsguard/audit/model"
 	"github.com/nsguard/nsguard/clusterdns"
 )
 
-func load(t testing.TB, paths ...string) *clusterdns.Cluster {
+func load(t testing.TB, paths ...string) *model.Cluster {
 	t.Helper()
 	c, err := LoadFiles(paths, nil)
 	if err != nil {
@@ -91,8 +92,8 @@ func TestIncidentAnswers(t *testing.T) {
 		t.Errorf("CoreDNS answer %v, want NODATA", f.CoreDNS)
 	}
 	t1, t2 := "other-app-1.legacy-a.svc.cluster.local.", "other-app-2.legacy-a.svc.cluster.local."
-	want := clusterdns.Answer{Rcode: clusterdns.NoError, CNAMEOneOf: []string{t1, t2}, Shuffled: true,
-		Records: []clusterdns.Record{{Owner: t1, Type: "A", Data: "10.96.0.31"}, {Owner: t2, Type: "A", Data: "10.96.0.32"}}}
+	want := model.Answer{Rcode: model.NoError, CNAMEOneOf: []string{t1, t2}, Shuffled: true,
+		Records: []model.Record{{Owner: t1, Type: "A", Data: "10.96.0.31"}, {Owner: t2, Type: "A", Data: "10.96.0.32"}}}
 	if !reflect.DeepEqual(*f.KubeDNS, want) {
 		t.Errorf("kube-dns answer %+v, want %+v", *f.KubeDNS, want)
 	}
@@ -118,13 +119,13 @@ func TestAdviceAfterBlogFix(t *testing.T) {
 
 // A namespace with only ClusterIP Services is a warning: CoreDNS NODATA, kube-dns NXDOMAIN.
 func TestCaptureWithoutAliasesIsWarning(t *testing.T) {
-	c := clusterdns.NewCluster()
+	c := model.NewCluster()
 	c.AddNamespace("payments", "test")
 	c.AddNamespace("shop", "test")
-	c.AddService(clusterdns.Service{Namespace: "shop", Name: "payments", ClusterIPs: []string{"10.0.0.1"}})
-	c.AddService(clusterdns.Service{Namespace: "payments", Name: "api", ClusterIPs: []string{"10.0.0.2"}})
+	c.AddService(model.Service{Namespace: "shop", Name: "payments", ClusterIPs: []string{"10.0.0.1"}})
+	c.AddService(model.Service{Namespace: "payments", Name: "api", ClusterIPs: []string{"10.0.0.2"}})
 	fs := Audit(c, "cluster.local")
-	if len(fs) != 1 || fs[0].Severity != Warning || fs[0].KubeDNS.Rcode != clusterdns.NXDomain || !fs[0].CoreDNS.NoData() {
+	if len(fs) != 1 || fs[0].Severity != Warning || fs[0].KubeDNS.Rcode != model.NXDomain || !fs[0].CoreDNS.NoData() {
 		t.Fatalf("got %+v", fs)
 	}
 }
@@ -132,17 +133,17 @@ func TestCaptureWithoutAliasesIsWarning(t *testing.T) {
 func TestEndpointShadowNearMisses(t *testing.T) {
 	tests := []struct {
 		name   string
-		add    func(c *clusterdns.Cluster)
+		add    func(c *model.Cluster)
 		shadow bool
 	}{
-		{"statefulset pod in own namespace", func(c *clusterdns.Cluster) {}, false},
-		{"service web-0 in namespace nginx", func(c *clusterdns.Cluster) {
-			c.AddService(clusterdns.Service{Namespace: "nginx", Name: "web-0"})
+		{"statefulset pod in own namespace", func(c *model.Cluster) {}, false},
+		{"service web-0 in namespace nginx", func(c *model.Cluster) {
+			c.AddService(model.Service{Namespace: "nginx", Name: "web-0"})
 		}, true},
 		// Service names start with a letter (RFC 1035), so a dashed IP never shadows one.
-		{"dashed IP", func(c *clusterdns.Cluster) {
+		{"dashed IP", func(c *model.Cluster) {
 			c.AddSliceEndpoint("web", "nginx", clusterdns.SliceEndpoint{Addresses: []string{"10.1.2.3"}}, "test")
-			c.AddService(clusterdns.Service{Namespace: "nginx", Name: "10-1-2-3"})
+			c.AddService(model.Service{Namespace: "nginx", Name: "10-1-2-3"})
 		}, false},
 	}
 	for _, tt := range tests {
@@ -165,13 +166,13 @@ func TestEndpointShadowNearMisses(t *testing.T) {
 // BenchmarkAudit audits 5,000 namespaces and 20,000 Services: one Service in 50 is named
 // like a namespace, one in 20 is an ExternalName, and 1,000 headless Services have endpoints.
 func BenchmarkAudit(b *testing.B) {
-	c := clusterdns.NewCluster()
+	c := model.NewCluster()
 	for i := range 5000 {
 		c.AddNamespace(fmt.Sprintf("ns-%d", i), "bench")
 	}
 	for i := range 20000 {
 		ns := fmt.Sprintf("ns-%d", i%5000)
-		s := clusterdns.Service{Namespace: ns, Name: fmt.Sprintf("svc-%d", i), ClusterIPs: []string{"10.96.0.1"}}
+		s := model.Service{Namespace: ns, Name: fmt.Sprintf("svc-%d", i), ClusterIPs: []string{"10.96.0.1"}}
 		switch {
 		case i%50 == 0:
 			s.Name = fmt.Sprintf("ns-%d", i/50+1)

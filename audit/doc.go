@@ -1,6 +1,6 @@
 // Package audit finds the names that Kubernetes cluster DNS answers through something
 // other than what a client meant, from manifests or a live cluster. It reads names, and
-// what CoreDNS and kube-dns answer, with package clusterdns.
+// what CoreDNS and kube-dns answer, with package model.
 //
 // Checks (Finding.Check) and their severities:
 //

@@ -1,12 +1,11 @@
 package audit
 
 import (
+	"github.com/nsguard/nsguard/audit/model"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/nsguard/nsguard/clusterdns"
 )
 
 func TestCandidates(t *testing.T) {
@@ -80,26 +79,26 @@ func TestExplainIncidentAnswers(t *testing.T) {
 // candidate answering an address. test/e2e/resolvers runs the real ones through the same.
 func TestWalk(t *testing.T) {
 	names := []string{"x.c.svc.cluster.local.", "x.svc.cluster.local."}
-	second := clusterdns.Answer{Rcode: clusterdns.NoError, Records: []clusterdns.Record{{Owner: names[1], Type: clusterdns.TypeA, Data: "10.0.0.2"}}}
-	cname := clusterdns.Record{Owner: names[0], Type: clusterdns.TypeCNAME, Data: "t.example.net."}
-	target := clusterdns.Record{Owner: "t.example.net.", Type: clusterdns.TypeA, Data: "10.0.0.9"}
+	second := model.Answer{Rcode: model.NoError, Records: []model.Record{{Owner: names[1], Type: model.TypeA, Data: "10.0.0.2"}}}
+	cname := model.Record{Owner: names[0], Type: model.TypeCNAME, Data: "t.example.net."}
+	target := model.Record{Owner: "t.example.net.", Type: model.TypeA, Data: "10.0.0.9"}
 	on, stops := []string{"10.0.0.2"}, []string(nil)
 	tests := []struct {
 		name                    string
-		first                   clusterdns.Answer
+		first                   model.Answer
 		glibc, musl, goes, ares []string // addresses; nil: the lookup fails
 	}{
-		{"NXDOMAIN", clusterdns.Answer{Rcode: clusterdns.NXDomain}, on, on, on, on},
-		{"NODATA", clusterdns.Answer{Rcode: clusterdns.NoError}, on, stops, on, on},
-		{"SERVFAIL", clusterdns.Answer{Rcode: ServFail}, on, stops, on, stops},
-		{"REFUSED", clusterdns.Answer{Rcode: Refused}, stops, stops, on, stops},
-		{"CNAME then address", clusterdns.Answer{Rcode: clusterdns.NoError, Records: []clusterdns.Record{cname, target}},
+		{"NXDOMAIN", model.Answer{Rcode: model.NXDomain}, on, on, on, on},
+		{"NODATA", model.Answer{Rcode: model.NoError}, on, stops, on, on},
+		{"SERVFAIL", model.Answer{Rcode: ServFail}, on, stops, on, stops},
+		{"REFUSED", model.Answer{Rcode: Refused}, stops, stops, on, stops},
+		{"CNAME then address", model.Answer{Rcode: model.NoError, Records: []model.Record{cname, target}},
 			[]string{"10.0.0.9"}, []string{"10.0.0.9"}, []string{"10.0.0.9"}, []string{"10.0.0.9"}},
-		{"address then CNAME", clusterdns.Answer{Rcode: clusterdns.NoError, Records: []clusterdns.Record{target, cname}},
+		{"address then CNAME", model.Answer{Rcode: model.NoError, Records: []model.Record{target, cname}},
 			stops, []string{"10.0.0.9"}, []string{"10.0.0.9"}, on},
 	}
 	for _, tt := range tests {
-		answers := []clusterdns.Answer{tt.first, second}
+		answers := []model.Answer{tt.first, second}
 		for r, want := range map[string][]string{Glibc: tt.glibc, Musl: tt.musl, Go: tt.goes, CAres: tt.ares} {
 			o := Walk(r, names, answers)
 			if got := o.Addresses; o.Fails != (want == nil) || !o.Fails && !slices.Equal(got, want) {
@@ -157,7 +156,7 @@ func TestExplainRefuse(t *testing.T) {
 		stop    map[string]bool // the resolvers that fail at the apex, candidate 2
 		verdict string
 	}{
-		{clusterdns.NXDomain, map[string]bool{}, "candidate 4 (my-app.) goes upstream"},
+		{model.NXDomain, map[string]bool{}, "candidate 4 (my-app.) goes upstream"},
 		{Refused, map[string]bool{Glibc: true, Musl: true, CAres: true}, "glibc, musl and c-ares stop at candidate 2 (REFUSED) and fail"},
 	}
 	for _, tt := range tests {

@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/pager"
 
+	"github.com/nsguard/nsguard/audit/model"
 	"github.com/nsguard/nsguard/clusterdns"
 )
 
@@ -32,8 +33,8 @@ import (
 // skipped; a document that cannot be decoded fails the load, naming file and document.
 // JSON is streamed: only one object, or one item of a List, is held at a time. A YAML
 // document, JSON object or List item larger than 32 MiB fails the load.
-func LoadFiles(paths []string, stdin io.Reader) (*clusterdns.Cluster, error) {
-	c := loader{clusterdns.NewCluster()}
+func LoadFiles(paths []string, stdin io.Reader) (*model.Cluster, error) {
+	c := loader{model.NewCluster()}
 	for _, p := range paths {
 		if p == "-" {
 			if err := c.loadStream(stdin, "<stdin>"); err != nil {
@@ -71,7 +72,7 @@ func LoadFiles(paths []string, stdin io.Reader) (*clusterdns.Cluster, error) {
 }
 
 // loader adds what manifests and the API hold to a Cluster.
-type loader struct{ *clusterdns.Cluster }
+type loader struct{ *model.Cluster }
 
 func (c loader) loadFile(path string) error {
 	f, err := os.Open(path)
@@ -380,7 +381,7 @@ func (c loader) add(obj runtime.Object, src string) error {
 	case *corev1.Namespace:
 		c.AddNamespace(o.Name, src)
 	case *corev1.Service:
-		c.AddService(clusterdns.Service{
+		c.AddService(model.Service{
 			Namespace: ns, Name: o.Name, Type: string(o.Spec.Type), ExternalName: o.Spec.ExternalName,
 			Headless: o.Spec.ClusterIP == corev1.ClusterIPNone, ClusterIPs: clusterIPs(o), Source: src,
 		})
@@ -453,8 +454,8 @@ func ptrString(p *string) string {
 }
 
 // LoadLive reads namespaces, Services and EndpointSlices from the API. It only lists.
-func LoadLive(ctx context.Context, cs kubernetes.Interface) (*clusterdns.Cluster, error) {
-	c := loader{clusterdns.NewCluster()}
+func LoadLive(ctx context.Context, cs kubernetes.Interface) (*model.Cluster, error) {
+	c := loader{model.NewCluster()}
 	lists := []struct {
 		kind string
 		list func(metav1.ListOptions) (runtime.Object, error)

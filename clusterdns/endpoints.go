@@ -11,6 +11,14 @@ const (
 	EndpointPodName                      // the target Pod's name: CoreDNS with endpoint_pod_names, in place of the dashed IP
 )
 
+// Endpoint is one named endpoint of a Service.
+type Endpoint struct {
+	Name   string
+	Kind   EndpointKind
+	Addrs  []string
+	Source string
+}
+
 // SliceEndpoint is what cluster DNS reads of one endpoint of an EndpointSlice, or of one
 // address of a v1 Endpoints subset.
 type SliceEndpoint struct {
@@ -35,16 +43,16 @@ func (e SliceEndpoint) Names() []Endpoint {
 		out = append(out, Endpoint{Name: strings.ToLower(e.PodName), Kind: EndpointPodName, Addrs: e.Addresses})
 	}
 	for _, a := range e.Addresses {
-		if d := DashedAddress(a); d != "" {
+		if d := dashedAddress(a); d != "" {
 			out = append(out, Endpoint{Name: d, Kind: EndpointDashedIP, Addrs: []string{a}})
 		}
 	}
 	return out
 }
 
-// DashedAddress is the label CoreDNS makes of an address: dots or colons become dashes,
+// dashedAddress is the label CoreDNS makes of an address: dots or colons become dashes,
 // and a trailing dash of an IPv6 address gets a 0.
-func DashedAddress(a string) string {
+func dashedAddress(a string) string {
 	switch {
 	case strings.Contains(a, "."):
 		return strings.ReplaceAll(a, ".", "-")

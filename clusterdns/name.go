@@ -1,3 +1,6 @@
+// Package clusterdns is the grammar of Kubernetes cluster DNS names: how a name below a
+// cluster zone reads (namespace apex, Service, endpoint), the labels Kubernetes allows, and
+// the advice a log line gives. Its readers do not allocate, so the query path uses them.
 package clusterdns
 
 import "strings"
@@ -208,4 +211,18 @@ func EqualFold(a, b string) bool {
 		}
 	}
 	return true
+}
+
+// FQDN returns name in lower case and fully qualified.
+func FQDN(name string) string {
+	if strings.HasSuffix(name, ".") {
+		return strings.ToLower(name)
+	}
+	return strings.ToLower(name) + "."
+}
+
+// LeadsInto reports whether an ExternalName target is a name in one of zones: the Service
+// is then an alias of another in the cluster, which advice names in its place.
+func LeadsInto(externalName string, zones []string) bool {
+	return externalName != "" && MatchZone(FQDN(externalName), zones) != ""
 }

@@ -3,6 +3,7 @@ package clusterview
 import (
 	"slices"
 	"sync"
+	"sync/atomic"
 )
 
 // owned holds what the view's own informers saw, where no kubernetes plugin runs beside
@@ -15,7 +16,8 @@ type owned struct {
 	endpoints  map[objectKey]map[string]int // Service → endpoint name → how many slices name it
 	namespaces map[string]struct{}
 
-	synced func() bool // every informer's handler has seen every object
+	synced  func() bool  // every informer's handler has seen every object
+	changed atomic.Int64 // counts Service changes
 }
 
 // objectKey names a namespaced object. The query path looks objects up by the labels of a
@@ -55,6 +57,16 @@ func (o *owned) each(name string, f func(namespace, externalName string)) {
 	}
 }
 
+func (o *owned) modified() int64 { return o.changed.Load() }
+
+func (o *owned) eachService(f func(namespace, name, version, externalName string, alias bool)) {
+	o.mu.RLock()
+	defer o.mu.RUnlock()
+	for k, s := range o.services {
+		f(k.namespace, k.name, s.version, s.externalName, s.externalName != "") // the API requires a target of an ExternalName
+	}
+}
+
 func (o *owned) hasNamespace(name string) bool {
 	o.mu.RLock()
 	defer o.mu.RUnlock()
@@ -78,6 +90,7 @@ func (o *owned) setService(s *serviceObj, present bool) {
 	key := objectKey{s.namespace, s.name}
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	defer o.changed.Add(1)
 	_, had := o.services[key]
 	nss := o.byName[s.name]
 	i, found := slices.BinarySearch(nss, s.namespace)

@@ -2,6 +2,9 @@ package clusterview
 
 import (
 	"strings"
+
+	"github.com/coredns/coredns/plugin/kubernetes"
+	corev1 "k8s.io/api/core/v1"
 	"sync"
 	"unsafe"
 )
@@ -59,4 +62,19 @@ func (s shared) each(name string, f func(namespace, externalName string)) {
 func (s shared) hasNamespace(name string) bool {
 	_, err := s.c.GetNamespaceByName(name)
 	return err == nil
+}
+
+// modified is the kubernetes plugin's clock of its last Service or endpoint change that DNS
+// sees, in seconds. Its Namespaces move no clock.
+func (s shared) modified() int64 { return s.c.Modified(kubernetes.ModifiedInternal) }
+
+func (s shared) eachService(f func(namespace, name, version, externalName string, alias bool)) {
+	for _, svc := range s.c.ServiceList() {
+		alias := svc.Type == corev1.ServiceTypeExternalName
+		target := ""
+		if alias {
+			target = svc.ExternalName
+		}
+		f(svc.Namespace, svc.Name, svc.Version, target, alias)
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coredns/coredns/plugin/kubernetes"
 	"github.com/coredns/coredns/plugin/kubernetes/object"
 
 	corev1 "k8s.io/api/core/v1"
@@ -29,6 +30,7 @@ type controller struct {
 	services   cache.Indexer
 	endpoints  cache.Indexer
 	namespaces map[string]*object.Namespace
+	modified   atomic.Int64 // bumped by the tests, as the plugin's handlers do
 }
 
 func newController(t testing.TB, objs ...runtime.Object) *controller {
@@ -104,6 +106,8 @@ func (c *controller) GetNamespaceByName(name string) (*object.Namespace, error) 
 }
 
 func (c *controller) HasSynced() bool { return true }
+
+func (c *controller) Modified(kubernetes.ModifiedMode) int64 { return c.modified.Load() }
 
 // TestSharedMatchesOwned reads the same cluster through the kubernetes plugin's caches and
 // through the view's own informers, and gets the same answers.

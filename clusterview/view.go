@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/coredns/coredns/plugin/kubernetes"
 	"github.com/coredns/coredns/plugin/kubernetes/object"
 	clog "github.com/coredns/coredns/plugin/pkg/log"
 
@@ -47,6 +48,10 @@ type services interface {
 	// each calls f with the namespace and ExternalName target of each Service called name.
 	each(name string, f func(namespace, externalName string))
 	hasNamespace(name string) bool
+	// modified changes when a Service may have changed; it counts seconds.
+	modified() int64
+	// eachService calls f with every Service; alias is an ExternalName Service.
+	eachService(f func(namespace, name, version, externalName string, alias bool))
 }
 
 // New returns a view that reads nothing until Start.
@@ -129,6 +134,7 @@ type Controller interface {
 	EpIndex(string) []*object.Endpoints
 	GetNamespaceByName(string) (*object.Namespace, error)
 	HasSynced() bool
+	Modified(kubernetes.ModifiedMode) int64
 }
 
 func hasUpper(s string) bool {

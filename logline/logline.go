@@ -91,11 +91,16 @@ func (e *Entry) Append(b []byte) []byte {
 	b = appendQuoted(b, KeyRecords, e.Records)
 	b = appendBare(b, KeyAction, e.Action)
 	b = appendQuoted(b, KeyFix, e.Fix)
-	if e.Repeats > 0 {
-		b = appendUint(b, KeyRepeats, e.Repeats)
+	return appendHeld(b, e.Repeats, e.Suppressed)
+}
+
+// appendHeld writes what the log limits held back before a line, when anything was.
+func appendHeld(b []byte, repeats, suppressed uint64) []byte {
+	if repeats > 0 {
+		b = appendUint(b, KeyRepeats, repeats)
 	}
-	if e.Suppressed > 0 {
-		b = appendUint(b, KeySuppressed, e.Suppressed)
+	if suppressed > 0 {
+		b = appendUint(b, KeySuppressed, suppressed)
 	}
 	return b
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nsguard/nsguard/audit"
+	"github.com/nsguard/nsguard/audit/model"
 	"github.com/nsguard/nsguard/clusterdns"
 )
 
@@ -151,9 +152,9 @@ func writeTable(w io.Writer, findings []audit.Finding, zone string) error {
 	return err
 }
 
-func describe(a clusterdns.Answer) string {
+func describe(a model.Answer) string {
 	s := a.String()
-	if a.Rcode == clusterdns.NoError && len(a.Records) > 0 {
+	if a.Rcode == model.NoError && len(a.Records) > 0 {
 		s = "NOERROR " + s
 	}
 	if a.Note != "" {

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"github.com/nsguard/nsguard/audit/model"
 	"io"
 	"strings"
 	"text/tabwriter"
@@ -48,7 +49,7 @@ func explainCommand(code *int) *cobra.Command {
 	fs.IntVar(&ndots, "ndots", 5, "the resolver's ndots option")
 	fs.StringVar(&search, "search", "", `search domains, space separated (default "<namespace>.svc.<zone> svc.<zone> <zone>")`)
 	fs.StringVar(&mode, "mode", "log", "nsguard's mode in front of cluster DNS: log (answers unchanged) or refuse")
-	fs.StringVar(&rcode, "rcode", clusterdns.NXDomain, "what mode refuse answers: NXDOMAIN or REFUSED")
+	fs.StringVar(&rcode, "rcode", model.NXDomain, "what mode refuse answers: NXDOMAIN or REFUSED")
 	fs.StringVarP(&output, "output", "o", "table", "output format: table or json")
 	return c
 }
@@ -57,7 +58,7 @@ func explainCommand(code *int) *cobra.Command {
 // mode and rcode say; "" for mode log.
 func refuseRcode(mode, rcode string, rcodeSet bool) (string, error) {
 	switch rcode {
-	case clusterdns.NXDomain, audit.Refused:
+	case model.NXDomain, audit.Refused:
 	default:
 		return "", usagef("--rcode %q: want NXDOMAIN or REFUSED", rcode)
 	}

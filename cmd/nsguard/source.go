@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/nsguard/nsguard/audit"
+	"github.com/nsguard/nsguard/audit/model"
 	"github.com/nsguard/nsguard/clusterdns"
 )
 
@@ -41,7 +42,7 @@ func (s *source) check() error {
 	return nil
 }
 
-func (s *source) load(stdin io.Reader) (*clusterdns.Cluster, error) {
+func (s *source) load(stdin io.Reader) (*model.Cluster, error) {
 	if len(s.files) > 0 {
 		return audit.LoadFiles(s.files, stdin)
 	}

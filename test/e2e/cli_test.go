@@ -16,7 +16,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/nsguard/nsguard/audit"
-	"github.com/nsguard/nsguard/clusterdns"
+	"github.com/nsguard/nsguard/audit/model"
 	"github.com/nsguard/nsguard/test/e2e/cluster"
 	"github.com/nsguard/nsguard/test/e2e/coredns"
 )
@@ -33,7 +33,7 @@ func TestExplainAgreesWithCoreDNS(t *testing.T) {
 		e := audit.Explain(c, name, cluster.ClientNamespace, audit.ExplainOptions{})
 		checked := 0
 		for _, cand := range e.Candidates {
-			if cand.CoreDNS.Rcode == clusterdns.Upstream {
+			if cand.CoreDNS.Rcode == model.Upstream {
 				continue // outside the zone: the suite's stand-in upstream, not cluster state
 			}
 			checked++

@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/miekg/dns"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -53,7 +54,7 @@ func render(t *testing.T, dir string) (string, []byte) {
 // runbook's commands.
 func TestDeployManifestsDryRun(t *testing.T) {
 	deploy := deployDir(t)
-	for _, dir := range []string{"kubernetes", "kubernetes-refuse", "kubernetes-events", "kubernetes/base"} {
+	for _, dir := range []string{"kubernetes", "kubernetes-refuse", "kubernetes-events", "kubernetes-namespace-events", "kubernetes/base"} {
 		t.Run(dir, func(t *testing.T) {
 			path, out := render(t, filepath.Join(deploy, dir))
 			res, err := env.cp.Kubectl(t.Context(), "apply", "--dry-run=server", "-f", path)
@@ -86,7 +87,7 @@ func TestDeployManifestsDryRun(t *testing.T) {
 	}
 	// Rolling back to stock CoreDNS removes nsguard's own RBAC.
 	if _, err := env.cp.Kubectl(t.Context(), "delete", "--dry-run=server", "--ignore-not-found",
-		"clusterrole,clusterrolebinding", "system:coredns-nsguard", "system:coredns-nsguard-events"); err != nil {
+		"clusterrole,clusterrolebinding", "system:coredns-nsguard", "system:coredns-nsguard-events", "system:coredns-nsguard-namespace-events"); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -141,6 +142,7 @@ func TestDeployClusterRoleLeastPrivilege(t *testing.T) {
 	}{
 		{"kubernetes", "system:coredns-nsguard", []string{"list", "watch"}, []string{"/namespaces", "/pods", "/services", "discovery.k8s.io/endpointslices"}},
 		{"kubernetes-events", "system:coredns-nsguard-events", []string{"create", "patch"}, []string{"events.k8s.io/events"}},
+		{"kubernetes-namespace-events", "system:coredns-nsguard-namespace-events", []string{"create", "get", "patch"}, []string{"/namespaces", "events.k8s.io/events"}},
 	}
 	for _, tc := range tests {
 		role := roles(tc.dir)[tc.role]
@@ -174,6 +176,8 @@ func TestDeployDashboardAndRulesMetrics(t *testing.T) {
 	// Mode refuse with a view that cannot reach its API server: refusals and view skips.
 	refused := startDNS(t, "127.53.1.51", coredns.Config{NSGuard: "nsguard {\n        mode refuse\n        endpoint http://127.0.0.1:1\n        kubeconfig " + env.cp.Kubeconfig + "\n    }"})
 	refused.waitRcode(t, apex, dns.TypeA, dns.RcodeNameError)
+	// The live findings' gauge is there once the view's first look is done.
+	waitFor(t, 10*time.Second, "the findings gauge", func() bool { _, ok := logged.captures(t); return ok })
 
 	have := map[string]bool{}
 	for _, p := range []*pod{logged, refused} {
@@ -219,7 +223,7 @@ func TestDeployDashboardAndRulesMetrics(t *testing.T) {
 	// Every metric nsguard has is on the dashboard, and every one queried exists.
 	for _, name := range []string{"coredns_nsguard_namespace_apex_answers_total", "coredns_nsguard_endpoint_shadows_total",
 		"coredns_nsguard_log_lines_suppressed_total", "coredns_nsguard_view_synced", "coredns_nsguard_view_skips_total",
-		"coredns_nsguard_view_stale", "coredns_nsguard_view_stale_decisions_total"} {
+		"coredns_nsguard_view_stale", "coredns_nsguard_view_stale_decisions_total", "coredns_nsguard_findings"} {
 		if !have[name] {
 			t.Errorf("%s is not on /metrics", name)
 		}
@@ -232,7 +236,7 @@ func TestDeployDashboardAndRulesMetrics(t *testing.T) {
 			t.Errorf("%s is queried by the dashboard or the rules but is not on nsguard's /metrics", name)
 		}
 	}
-	for _, name := range []string{"coredns_nsguard_namespace_apex_answers_total", "coredns_nsguard_view_synced", "coredns_nsguard_view_stale"} {
+	for _, name := range []string{"coredns_nsguard_namespace_apex_answers_total", "coredns_nsguard_view_synced", "coredns_nsguard_view_stale", "coredns_nsguard_findings"} {
 		if !slices.Contains(ruleMetrics, name) {
 			t.Errorf("no alerting rule uses %s", name)
 		}

@@ -11,7 +11,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/nsguard/nsguard/audit"
-	"github.com/nsguard/nsguard/clusterdns"
+	"github.com/nsguard/nsguard/audit/model"
 	"github.com/nsguard/nsguard/test/e2e/cluster"
 	"github.com/nsguard/nsguard/test/e2e/coredns"
 	"github.com/nsguard/nsguard/test/e2e/kubedns"
@@ -132,7 +132,7 @@ func TestExplainAgreesWithKubeDNS(t *testing.T) {
 	for _, name := range []string{cluster.AppService, cluster.AppService + "." + cluster.AppNamespace, cluster.OtherApp1 + "." + cluster.LegacyNamespace} {
 		e := audit.Explain(c, name, cluster.ClientNamespace, audit.ExplainOptions{})
 		for _, cand := range e.Candidates {
-			if cand.KubeDNS.Rcode == clusterdns.Upstream {
+			if cand.KubeDNS.Rcode == model.Upstream {
 				continue
 			}
 			for range 20 { // the answer varies: each must be one the prediction allows
@@ -149,7 +149,7 @@ func TestExplainAgreesWithKubeDNS(t *testing.T) {
 }
 
 // agrees says how res differs from the predicted answer a, or "".
-func agrees(a clusterdns.Answer, res *dns.Msg) string {
+func agrees(a model.Answer, res *dns.Msg) string {
 	if dns.RcodeToString[res.Rcode] != a.Rcode {
 		return "rcode " + dns.RcodeToString[res.Rcode]
 	}
@@ -164,7 +164,7 @@ func agrees(a clusterdns.Answer, res *dns.Msg) string {
 	}
 	var want []string
 	for _, r := range a.Records {
-		if r.Type == clusterdns.TypeCNAME {
+		if r.Type == model.TypeCNAME {
 			if !slices.Contains(cnames, r.Data) {
 				return "no CNAME to " + r.Data
 			}

@@ -24,7 +24,7 @@ import (
 
 	"github.com/miekg/dns"
 
-	"github.com/nsguard/nsguard/clusterdns"
+	"github.com/nsguard/nsguard/audit/model"
 )
 
 // Zone is the cluster zone the stand-in serves.
@@ -40,15 +40,15 @@ const (
 type Server struct {
 	udp, tcp *dns.Server
 	addr     string
-	cluster  atomic.Pointer[clusterdns.Cluster]
-	upstream clusterdns.UpstreamResolver
+	cluster  atomic.Pointer[model.Cluster]
+	upstream model.UpstreamResolver
 }
 
 // Start listens on addr ("ip:port", port 0 picks one) for UDP and TCP and answers from c;
 // upstream ("ip:port", or "" for none) answers names outside the zone. Listening happens
 // before Start returns, so a busy port is reported here: Go does not set SO_REUSEPORT, so
 // even a leftover CoreDNS makes this fail.
-func Start(addr string, c *clusterdns.Cluster, upstream string) (*Server, error) {
+func Start(addr string, c *model.Cluster, upstream string) (*Server, error) {
 	pc, err := net.ListenPacket("udp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("kubedns: %s/udp not free (leftover server?): %w", addr, err)
@@ -80,7 +80,7 @@ func Start(addr string, c *clusterdns.Cluster, upstream string) (*Server, error)
 func (s *Server) Addr() string { return s.addr }
 
 // SetCluster replaces the objects the stand-in answers from, as kube-dns's watch would.
-func (s *Server) SetCluster(c *clusterdns.Cluster) { s.cluster.Store(c) }
+func (s *Server) SetCluster(c *model.Cluster) { s.cluster.Store(c) }
 
 // Close stops both listeners.
 func (s *Server) Close() error {
@@ -105,9 +105,9 @@ func (s *Server) handle(w dns.ResponseWriter, req *dns.Msg) {
 }
 
 // reply puts a on the wire as kube-dns does.
-func reply(req *dns.Msg, a clusterdns.Answer) *dns.Msg {
+func reply(req *dns.Msg, a model.Answer) *dns.Msg {
 	m := new(dns.Msg)
-	if a.Rcode == clusterdns.NXDomain {
+	if a.Rcode == model.NXDomain {
 		m.SetRcode(req, dns.RcodeNameError) // a fresh message: no AA, no RA
 		m.Ns = []dns.RR{soa()}
 		return m
@@ -130,11 +130,11 @@ func reply(req *dns.Msg, a clusterdns.Answer) *dns.Msg {
 // answerRecords orders a's records as kube-dns does. It walks the namespace's entries in
 // random order, each a CNAME and its target's records, then keeps one CNAME per owner, the
 // last one, in a Go map; when that map holds fewer records, the answer is rebuilt from it.
-func answerRecords(qname string, a clusterdns.Answer) []clusterdns.Record {
+func answerRecords(qname string, a model.Answer) []model.Record {
 	if len(a.CNAMEOneOf) == 0 {
 		recs := a.Records
 		if a.Shuffled {
-			recs = append([]clusterdns.Record(nil), recs...)
+			recs = append([]model.Record(nil), recs...)
 			rand.Shuffle(len(recs), func(i, j int) { recs[i], recs[j] = recs[j], recs[i] })
 		}
 		return recs
@@ -142,24 +142,24 @@ func answerRecords(qname string, a clusterdns.Answer) []clusterdns.Record {
 	owner := strings.ToLower(qname)
 	targets := append([]string(nil), a.CNAMEOneOf...)
 	rand.Shuffle(len(targets), func(i, j int) { targets[i], targets[j] = targets[j], targets[i] })
-	var walked []clusterdns.Record
+	var walked []model.Record
 	for _, t := range targets {
-		walked = append(walked, clusterdns.Record{Owner: owner, Type: clusterdns.TypeCNAME, Data: t})
+		walked = append(walked, model.Record{Owner: owner, Type: model.TypeCNAME, Data: t})
 		for _, r := range a.Records {
 			if r.Owner == t {
 				walked = append(walked, r)
 			}
 		}
 	}
-	kept := map[string]clusterdns.Record{}
+	kept := map[string]model.Record{}
 	for _, r := range walked {
 		key := r.String()
-		if r.Type == clusterdns.TypeCNAME {
+		if r.Type == model.TypeCNAME {
 			key = r.Owner + " CNAME"
 		}
 		kept[key] = r
 	}
-	out := make([]clusterdns.Record, 0, len(kept))
+	out := make([]model.Record, 0, len(kept))
 	for _, r := range kept { // a Go map's order, as kube-dns's
 		out = append(out, r)
 	}
@@ -167,7 +167,7 @@ func answerRecords(qname string, a clusterdns.Answer) []clusterdns.Record {
 }
 
 // rr makes a clusterdns record a wire record; the question's name keeps the client's case.
-func rr(r clusterdns.Record, qname string) dns.RR {
+func rr(r model.Record, qname string) dns.RR {
 	owner := r.Owner
 	if strings.EqualFold(owner, qname) {
 		owner = qname

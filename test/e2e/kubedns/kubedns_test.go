@@ -11,7 +11,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/nsguard/nsguard/audit"
-	"github.com/nsguard/nsguard/clusterdns"
+	"github.com/nsguard/nsguard/audit/model"
 	"github.com/nsguard/nsguard/test/e2e/resolvers"
 )
 
@@ -25,7 +25,7 @@ const (
 	soaText = "cluster.local.\t60\tIN\tSOA\tns.dns.cluster.local. hostmaster.cluster.local. %d 28800 7200 604800 60"
 )
 
-func load(t *testing.T, files ...string) *clusterdns.Cluster {
+func load(t *testing.T, files ...string) *model.Cluster {
 	t.Helper()
 	c, err := audit.LoadFiles(files, nil)
 	if err != nil {
@@ -38,7 +38,7 @@ var incident = []string{"../../../audit/testdata/incident.yaml"}
 
 // Port 0 on 127.53.0.1: the resolvers tests own 127.53.0.1:53 and may run
 // at the same time in another test binary.
-func start(t *testing.T, c *clusterdns.Cluster, upstream string) string {
+func start(t *testing.T, c *model.Cluster, upstream string) string {
 	t.Helper()
 	s, err := Start("127.53.0.1:0", c, upstream)
 	if err != nil {
@@ -163,9 +163,9 @@ func TestAnswers(t *testing.T) {
 // apex is NODATA with no CNAME at all; when they do, A gets a CNAME and both addresses,
 // AAAA the CNAME alone.
 func TestExternalTargets(t *testing.T) {
-	c := clusterdns.NewCluster()
+	c := model.NewCluster()
 	for _, n := range []string{"other-app-1", "other-app-2"} {
-		c.AddService(clusterdns.Service{Namespace: "my-app", Name: n, Type: "ExternalName", ExternalName: n + ".example.net"})
+		c.AddService(model.Service{Namespace: "my-app", Name: n, Type: "ExternalName", ExternalName: n + ".example.net"})
 	}
 	resolving := upstream(t, map[string]string{"other-app-1.example.net.": "192.0.2.11", "other-app-2.example.net.": "192.0.2.12"})
 	m := query(t, "udp", start(t, c, upstream(t, nil)), apex, dns.TypeA)
@@ -197,7 +197,7 @@ func TestAfterBlogFix(t *testing.T) {
 
 func TestBusyPort(t *testing.T) {
 	addr := start(t, load(t, incident...), "")
-	if s, err := Start(addr, clusterdns.NewCluster(), ""); err == nil {
+	if s, err := Start(addr, model.NewCluster(), ""); err == nil {
 		s.Close()
 		t.Fatal("second Start on a busy port succeeded")
 	}

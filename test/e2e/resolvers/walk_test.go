@@ -4,6 +4,7 @@ package resolvers
 
 import (
 	"context"
+	"github.com/nsguard/nsguard/audit/model"
 	"net"
 	"path/filepath"
 	"strings"
@@ -14,7 +15,6 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/nsguard/nsguard/audit"
-	"github.com/nsguard/nsguard/clusterdns"
 )
 
 // walkServerIP is this test's server, apart from TestLookups's.
@@ -22,7 +22,7 @@ const walkServerIP = "127.53.0.2"
 
 // script is what the scripted server answers: an A answer per name, NXDOMAIN for any other
 // name. AAAA gets the same rcode, and NODATA where A has records.
-type script map[string]clusterdns.Answer
+type script map[string]model.Answer
 
 func (s script) serve(w dns.ResponseWriter, r *dns.Msg) {
 	m := new(dns.Msg).SetReply(r)
@@ -32,7 +32,7 @@ func (s script) serve(w dns.ResponseWriter, r *dns.Msg) {
 	switch {
 	case !ok:
 		m.Rcode = dns.RcodeNameError
-	case a.Rcode != clusterdns.NoError:
+	case a.Rcode != model.NoError:
 		m.Rcode = dns.StringToRcode[a.Rcode]
 	case q.Qtype == dns.TypeA:
 		for _, rec := range a.Records {
@@ -69,29 +69,29 @@ func TestWalk(t *testing.T) {
 	}
 	names := []string{"x.ns.svc.cluster.local.", "x.svc.cluster.local.", "x.cluster.local.", "x.corp.example.", "x."}
 	const first, target, second = "10.0.0.1", "10.0.0.9", "10.0.0.2"
-	rec := func(owner, typ, data string) clusterdns.Record {
-		return clusterdns.Record{Owner: owner, Type: typ, Data: data}
+	rec := func(owner, typ, data string) model.Record {
+		return model.Record{Owner: owner, Type: typ, Data: data}
 	}
-	cname := rec(names[0], clusterdns.TypeCNAME, "t.example.net.")
-	tA := rec("t.example.net.", clusterdns.TypeA, target)
+	cname := rec(names[0], model.TypeCNAME, "t.example.net.")
+	tA := rec("t.example.net.", model.TypeA, target)
 	tests := []struct {
 		name  string
-		first clusterdns.Answer
+		first model.Answer
 	}{
-		{"NXDOMAIN", clusterdns.Answer{Rcode: clusterdns.NXDomain}},
-		{"NODATA", clusterdns.Answer{Rcode: clusterdns.NoError}},
-		{"SERVFAIL", clusterdns.Answer{Rcode: audit.ServFail}},
-		{"REFUSED", clusterdns.Answer{Rcode: audit.Refused}},
-		{"address", clusterdns.Answer{Rcode: clusterdns.NoError, Records: []clusterdns.Record{rec(names[0], clusterdns.TypeA, first)}}},
-		{"CNAME then address", clusterdns.Answer{Rcode: clusterdns.NoError, Records: []clusterdns.Record{cname, tA}}},
-		{"address then CNAME", clusterdns.Answer{Rcode: clusterdns.NoError, Records: []clusterdns.Record{tA, cname}}},
-		{"CNAME, another's address, address", clusterdns.Answer{Rcode: clusterdns.NoError, Records: []clusterdns.Record{
-			cname, rec("u.example.net.", clusterdns.TypeA, first), tA}}},
+		{"NXDOMAIN", model.Answer{Rcode: model.NXDomain}},
+		{"NODATA", model.Answer{Rcode: model.NoError}},
+		{"SERVFAIL", model.Answer{Rcode: audit.ServFail}},
+		{"REFUSED", model.Answer{Rcode: audit.Refused}},
+		{"address", model.Answer{Rcode: model.NoError, Records: []model.Record{rec(names[0], model.TypeA, first)}}},
+		{"CNAME then address", model.Answer{Rcode: model.NoError, Records: []model.Record{cname, tA}}},
+		{"address then CNAME", model.Answer{Rcode: model.NoError, Records: []model.Record{tA, cname}}},
+		{"CNAME, another's address, address", model.Answer{Rcode: model.NoError, Records: []model.Record{
+			cname, rec("u.example.net.", model.TypeA, first), tA}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			answers := []clusterdns.Answer{tt.first, {Rcode: clusterdns.NoError, Records: []clusterdns.Record{rec(names[1], clusterdns.TypeA, second)}},
-				{Rcode: clusterdns.NXDomain}, {Rcode: clusterdns.NXDomain}, {Rcode: clusterdns.NXDomain}}
+			answers := []model.Answer{tt.first, {Rcode: model.NoError, Records: []model.Record{rec(names[1], model.TypeA, second)}},
+				{Rcode: model.NXDomain}, {Rcode: model.NXDomain}, {Rcode: model.NXDomain}}
 			s := script{}
 			for i, n := range names {
 				s[n] = answers[i]

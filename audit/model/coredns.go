@@ -1,9 +1,11 @@
-package clusterdns
+package model
 
 import (
 	"net/netip"
 	"slices"
 	"strings"
+
+	"github.com/nsguard/nsguard/clusterdns"
 )
 
 // CoreDNS is the answer of CoreDNS's kubernetes plugin to a qtype question for qname in
@@ -15,7 +17,7 @@ import (
 //   - svc.<zone>, pod.<zone> and <zone> are NODATA;
 //   - an ExternalName Service answers a CNAME and what its target answers.
 func (c *Cluster) CoreDNS(qname, qtype, zone string, up UpstreamResolver) Answer {
-	return coreDNS{c: c, zone: FQDN(zone), up: up}.answer(FQDN(qname), qtype, 0)
+	return coreDNS{c: c, zone: clusterdns.FQDN(zone), up: up}.answer(clusterdns.FQDN(qname), qtype, 0)
 }
 
 type coreDNS struct {
@@ -25,13 +27,13 @@ type coreDNS struct {
 }
 
 func (k coreDNS) answer(qname, qtype string, depth int) Answer {
-	n := ClassifyIn(qname, MatchZone(qname, []string{k.zone}))
+	n := clusterdns.ClassifyIn(qname, clusterdns.MatchZone(qname, []string{k.zone}))
 	switch n.Shape {
-	case OutOfZone:
+	case clusterdns.OutOfZone:
 		return upstream(k.up, qname, qtype)
-	case ZoneApex, SvcApex:
+	case clusterdns.ZoneApex, clusterdns.SvcApex:
 		return Answer{Rcode: NoError}
-	case PodName:
+	case clusterdns.PodName:
 		if strings.EqualFold(qname, "pod."+k.zone) {
 			return Answer{Rcode: NoError}
 		}
@@ -40,18 +42,18 @@ func (k coreDNS) answer(qname, qtype string, depth int) Answer {
 			return nxdomain
 		}
 		return k.addresses(qname, qtype, []string{ip}, "with pods insecure, as the Corefiles clusters run set")
-	case NamespaceApex:
+	case clusterdns.NamespaceApex:
 		if k.c.Namespace(n.Namespace) != nil {
 			return Answer{Rcode: NoError, Note: "namespace apex"}
 		}
 		return nxdomain
-	case ServiceName:
+	case clusterdns.ServiceName:
 		s := k.c.Service(n.Namespace, n.Service)
 		switch {
 		case s == nil:
 			return nxdomain
 		case s.IsExternalName():
-			return k.alias(qname, qtype, FQDN(s.ExternalName), depth)
+			return k.alias(qname, qtype, clusterdns.FQDN(s.ExternalName), depth)
 		case s.Headless:
 			var addrs []string
 			for _, e := range k.c.Endpoints(s.Namespace, s.Name) {
@@ -65,7 +67,7 @@ func (k coreDNS) answer(qname, qtype string, depth int) Answer {
 			return Answer{Rcode: NoError, Records: []Record{{qname, qtype, "<cluster IP>"}}}
 		}
 		return k.addresses(qname, qtype, s.ClusterIPs, "")
-	case EndpointName:
+	case clusterdns.EndpointName:
 		s := k.c.Service(n.Namespace, n.Service)
 		if s == nil || s.IsExternalName() || strings.HasPrefix(n.Endpoint, "_") {
 			return nxdomain // ExternalName Services have no endpoint names (coredns#5734)
@@ -74,7 +76,7 @@ func (k coreDNS) answer(qname, qtype string, depth int) Answer {
 		switch {
 		case e == nil:
 			return nxdomain
-		case e.Kind == EndpointPodName:
+		case e.Kind == clusterdns.EndpointPodName:
 			return Answer{Rcode: NXDomain, Note: "answers " + strings.Join(e.Addrs, ", ") + " with endpoint_pod_names"}
 		case len(e.Addrs) == 0:
 			return Answer{Rcode: NoError, Records: []Record{{qname, qtype, "<endpoint address>"}}} // e.g. a StatefulSet's pod read offline

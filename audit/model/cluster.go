@@ -1,8 +1,14 @@
-package clusterdns
+// Package model is the offline picture of a cluster that nsguard audit and explain read:
+// namespaces, Services and their endpoints, from manifests or a live cluster, and what
+// CoreDNS's kubernetes plugin and kube-dns answer from them. The name grammar it reads
+// names with is package clusterdns, which the query path shares.
+package model
 
 import (
 	"slices"
 	"strings"
+
+	"github.com/nsguard/nsguard/clusterdns"
 )
 
 // Cluster is the part of a cluster's state that cluster DNS answers from: namespaces,
@@ -12,7 +18,7 @@ type Cluster struct {
 	services   map[string]*Service   // "ns/name"
 	byName     map[string][]*Service // Service name -> that Service in every namespace
 	byNS       map[string][]*Service // namespace -> its Services
-	endpoints  map[string]map[string]*Endpoint
+	endpoints  map[string]map[string]*clusterdns.Endpoint
 }
 
 // Namespace is a namespace, and where it was read from.
@@ -42,20 +48,6 @@ type Port struct {
 // IsExternalName reports an alias: a Service that cluster DNS answers with a CNAME.
 func (s *Service) IsExternalName() bool { return s.Type == "ExternalName" }
 
-// LeadsInto reports whether an ExternalName target is a name in one of zones: the Service
-// is then an alias of another in the cluster, which advice names in its place.
-func LeadsInto(externalName string, zones []string) bool {
-	return externalName != "" && MatchZone(FQDN(externalName), zones) != ""
-}
-
-// Endpoint is one named endpoint of a Service.
-type Endpoint struct {
-	Name   string
-	Kind   EndpointKind
-	Addrs  []string
-	Source string
-}
-
 // NewCluster returns an empty Cluster.
 func NewCluster() *Cluster {
 	return &Cluster{
@@ -63,7 +55,7 @@ func NewCluster() *Cluster {
 		services:   map[string]*Service{},
 		byName:     map[string][]*Service{},
 		byNS:       map[string][]*Service{},
-		endpoints:  map[string]map[string]*Endpoint{},
+		endpoints:  map[string]map[string]*clusterdns.Endpoint{},
 	}
 }
 
@@ -99,12 +91,12 @@ func (c *Cluster) AddService(s Service) {
 }
 
 // AddEndpoint records an endpoint name of Service ns/service with its addresses.
-func (c *Cluster) AddEndpoint(ns, service string, e Endpoint) {
+func (c *Cluster) AddEndpoint(ns, service string, e clusterdns.Endpoint) {
 	key := strings.ToLower(ns) + "/" + strings.ToLower(service)
 	e.Name = strings.ToLower(e.Name)
 	m := c.endpoints[key]
 	if m == nil {
-		m = map[string]*Endpoint{}
+		m = map[string]*clusterdns.Endpoint{}
 		c.endpoints[key] = m
 	}
 	if old, ok := m[e.Name]; ok {
@@ -122,7 +114,7 @@ func (c *Cluster) AddEndpoint(ns, service string, e Endpoint) {
 }
 
 // AddSliceEndpoint records the names cluster DNS gives one endpoint of Service ns/service.
-func (c *Cluster) AddSliceEndpoint(ns, service string, e SliceEndpoint, source string) {
+func (c *Cluster) AddSliceEndpoint(ns, service string, e clusterdns.SliceEndpoint, source string) {
 	for _, n := range e.Names() {
 		n.Source = source
 		c.AddEndpoint(ns, service, n)
@@ -138,7 +130,7 @@ func (c *Cluster) Service(ns, name string) *Service {
 }
 
 // Endpoint returns the endpoint called name of Service ns/service, or nil.
-func (c *Cluster) Endpoint(ns, service, name string) *Endpoint {
+func (c *Cluster) Endpoint(ns, service, name string) *clusterdns.Endpoint {
 	return c.endpoints[strings.ToLower(ns)+"/"+strings.ToLower(service)][strings.ToLower(name)]
 }
 
@@ -155,19 +147,6 @@ func (c *Cluster) ServicesNamed(name string) []*Service {
 	return list
 }
 
-// Homes returns the namespaces that hold a Service called name: first those whose Service
-// is not an alias into zone, then the aliases.
-func (c *Cluster) Homes(name, zone string) (services, aliases []string) {
-	for _, s := range c.ServicesNamed(name) {
-		if s.IsExternalName() && LeadsInto(s.ExternalName, []string{FQDN(zone)}) {
-			aliases = append(aliases, s.Namespace)
-		} else {
-			services = append(services, s.Namespace)
-		}
-	}
-	return services, aliases
-}
-
 // ServicesIn returns the Services of namespace ns, sorted by name.
 func (c *Cluster) ServicesIn(ns string) []*Service {
 	list := slices.Clone(c.byNS[strings.ToLower(ns)])
@@ -176,7 +155,7 @@ func (c *Cluster) ServicesIn(ns string) []*Service {
 }
 
 // Endpoints returns the named endpoints of Service ns/service, sorted by name.
-func (c *Cluster) Endpoints(ns, service string) []*Endpoint {
+func (c *Cluster) Endpoints(ns, service string) []*clusterdns.Endpoint {
 	return sortedValues(c.endpoints[strings.ToLower(ns)+"/"+strings.ToLower(service)])
 }
 

@@ -1,4 +1,4 @@
-package clusterdns
+package model
 
 import (
 	"strings"
@@ -92,14 +92,6 @@ func (a Answer) Addresses() []string {
 // UpstreamResolver answers names outside the cluster zone, as cluster DNS's upstream does.
 type UpstreamResolver interface {
 	Resolve(qname, qtype string) Answer
-}
-
-// FQDN returns name in lower case and fully qualified.
-func FQDN(name string) string {
-	if strings.HasSuffix(name, ".") {
-		return strings.ToLower(name)
-	}
-	return strings.ToLower(name) + "."
 }
 
 // upstream asks u, or says that the answer depends on the upstream when there is none.

@@ -1,10 +1,12 @@
-package clusterdns
+package model
 
 import (
 	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/nsguard/nsguard/clusterdns"
 )
 
 // KubeDNS is kube-dns's answer to a qtype question for qname in zone; up answers the names
@@ -20,7 +22,7 @@ import (
 //   - AAAA, TXT and other questions of a name that exists are NODATA, unless they find
 //     records; a CNAME question finds only an ExternalName Service's own entry.
 func (c *Cluster) KubeDNS(qname, qtype, zone string, up UpstreamResolver) Answer {
-	return kubeDNS{c: c, zone: FQDN(zone), up: up}.answer(FQDN(qname), qtype, 0)
+	return kubeDNS{c: c, zone: clusterdns.FQDN(zone), up: up}.answer(clusterdns.FQDN(qname), qtype, 0)
 }
 
 type kubeDNS struct {
@@ -40,7 +42,7 @@ type entry struct {
 const maxChain = 8
 
 func (k kubeDNS) answer(qname, qtype string, depth int) Answer {
-	if MatchZone(qname, []string{k.zone}) == "" {
+	if clusterdns.MatchZone(qname, []string{k.zone}) == "" {
 		return upstream(k.up, qname, qtype)
 	}
 	entries, found := k.lookup(qname)
@@ -59,21 +61,21 @@ func (k kubeDNS) answer(qname, qtype string, depth int) Answer {
 
 // lookup returns the entries kube-dns answers qname with, or false for NXDOMAIN.
 func (k kubeDNS) lookup(qname string) ([]entry, bool) {
-	n := ClassifyIn(qname, k.zone)
+	n := clusterdns.ClassifyIn(qname, k.zone)
 	var out []entry
 	switch n.Shape {
-	case NamespaceApex:
+	case clusterdns.NamespaceApex:
 		for _, s := range k.c.ServicesIn(n.Namespace) {
 			if s.IsExternalName() {
-				out = append(out, entry{host: FQDN(s.ExternalName)})
+				out = append(out, entry{host: clusterdns.FQDN(s.ExternalName)})
 			}
 		}
-	case ServiceName:
+	case clusterdns.ServiceName:
 		s := k.c.Service(n.Namespace, n.Service)
 		switch {
 		case s == nil:
 		case s.IsExternalName():
-			out = append(out, entry{host: FQDN(s.ExternalName)})
+			out = append(out, entry{host: clusterdns.FQDN(s.ExternalName)})
 		case s.Headless:
 			out = k.endpoints(s, "")
 		default:
@@ -81,7 +83,7 @@ func (k kubeDNS) lookup(qname string) ([]entry, bool) {
 				out = append(out, entry{host: ip, name: "<hash>." + k.fqdn(s)})
 			}
 		}
-	case EndpointName:
+	case clusterdns.EndpointName:
 		s := k.c.Service(n.Namespace, n.Service)
 		switch {
 		case s == nil || s.IsExternalName():
@@ -90,7 +92,7 @@ func (k kubeDNS) lookup(qname string) ([]entry, bool) {
 		case s.Headless:
 			out = k.endpoints(s, strings.ToLower(n.Endpoint))
 		}
-	case PodName:
+	case clusterdns.PodName:
 		if ip, ok := podAddress(qname, k.zone); ok {
 			out = append(out, entry{host: ip})
 		}
@@ -104,9 +106,9 @@ func (k kubeDNS) endpoints(s *Service, name string) []entry {
 	for _, e := range k.c.Endpoints(s.Namespace, s.Name) {
 		key := "<hash>" // kube-dns names an endpoint without a hostname by a hash of its record
 		switch {
-		case e.Kind == EndpointHostname:
+		case e.Kind == clusterdns.EndpointHostname:
 			key = e.Name
-		case e.Kind == EndpointPodName:
+		case e.Kind == clusterdns.EndpointPodName:
 			continue // the same address is also there by its dashed name
 		case name != "":
 			continue // only a hostname is a label under the Service
@@ -204,10 +206,10 @@ func (k kubeDNS) srv(qname string, entries []entry, depth int) Answer {
 
 // cname answers a CNAME question: only an ExternalName Service's own entry is found.
 func (k kubeDNS) cname(qname string) Answer {
-	n := ClassifyIn(qname, k.zone)
-	if n.Shape == ServiceName {
+	n := clusterdns.ClassifyIn(qname, k.zone)
+	if n.Shape == clusterdns.ServiceName {
 		if s := k.c.Service(n.Namespace, n.Service); s != nil && s.IsExternalName() {
-			return Answer{Rcode: NoError, Records: []Record{{qname, TypeCNAME, FQDN(s.ExternalName)}}}
+			return Answer{Rcode: NoError, Records: []Record{{qname, TypeCNAME, clusterdns.FQDN(s.ExternalName)}}}
 		}
 	}
 	return nxdomain
@@ -218,7 +220,7 @@ func (k kubeDNS) cname(qname string) Answer {
 // keeps the CNAME even without records, and so does any answer when anyAnswer is set (as
 // CoreDNS does; kube-dns drops it on an error). ok is false when the CNAME is left out.
 func follow(target, qtype, zone string, up UpstreamResolver, anyAnswer bool, inZone func(string) Answer) (Answer, bool) {
-	if MatchZone(target, []string{zone}) != "" {
+	if clusterdns.MatchZone(target, []string{zone}) != "" {
 		t := inZone(target)
 		return t, t.Rcode == NoError && len(t.Records) > 0
 	}
@@ -237,8 +239,8 @@ func (k kubeDNS) fqdn(s *Service) string { return s.Name + "." + s.Namespace + "
 
 // podAddress reads the dashed address of <a-b-c-d>.<ns>.pod.<zone>.
 func podAddress(qname, zone string) (string, bool) {
-	labels := strings.Split(strings.TrimSuffix(BelowZone(qname, zone), "."), ".")
-	if len(labels) != 3 || !EqualFold(labels[2], "pod") {
+	labels := strings.Split(strings.TrimSuffix(clusterdns.BelowZone(qname, zone), "."), ".")
+	if len(labels) != 3 || !clusterdns.EqualFold(labels[2], "pod") {
 		return "", false
 	}
 	ip, err := netip.ParseAddr(strings.ReplaceAll(labels[0], "-", "."))

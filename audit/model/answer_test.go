@@ -1,4 +1,4 @@
-package clusterdns
+package model
 
 import (
 	"reflect"
