@@ -200,51 +200,40 @@ var errWire = errors.New("malformed protobuf")
 
 // fields calls f with the number and bytes of each length-delimited field of message b,
 // and skips the others.
-func fields(b []byte, f func(num protowire.Number, v []byte) error) error {
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return fmt.Errorf("%w: %v", errWire, protowire.ParseError(n))
-		}
-		b = b[n:]
-		if typ == protowire.BytesType {
-			v, n := protowire.ConsumeBytes(b)
-			if n < 0 {
-				return fmt.Errorf("%w: field %d: %v", errWire, num, protowire.ParseError(n))
-			}
-			if err := f(num, v); err != nil {
-				return err
-			}
-			b = b[n:]
-			continue
-		}
-		if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
-			return fmt.Errorf("%w: field %d: %v", errWire, num, protowire.ParseError(n))
-		}
-		b = b[n:]
-	}
-	return nil
-}
+func fields(b []byte, f func(num protowire.Number, v []byte) error) error { return walk(b, f, nil) }
 
 // scalars calls f with the number and value of each varint field of message b.
-func scalars(b []byte, f func(num protowire.Number, v uint64)) error {
+func scalars(b []byte, f func(num protowire.Number, v uint64)) error { return walk(b, nil, f) }
+
+// walk calls onBytes for each length-delimited field of b and onVarint for each varint
+// field, where not nil, and skips every other field.
+func walk(b []byte, onBytes func(protowire.Number, []byte) error, onVarint func(protowire.Number, uint64)) error {
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
 			return fmt.Errorf("%w: %v", errWire, protowire.ParseError(n))
 		}
 		b = b[n:]
-		if typ == protowire.VarintType {
-			v, n := protowire.ConsumeVarint(b)
-			if n < 0 {
-				return fmt.Errorf("%w: field %d: %v", errWire, num, protowire.ParseError(n))
+		var err error
+		switch {
+		case typ == protowire.BytesType && onBytes != nil:
+			var v []byte
+			if v, n = protowire.ConsumeBytes(b); n >= 0 {
+				err = onBytes(num, v)
 			}
-			f(num, v)
-			b = b[n:]
-			continue
+		case typ == protowire.VarintType && onVarint != nil:
+			var v uint64
+			if v, n = protowire.ConsumeVarint(b); n >= 0 {
+				onVarint(num, v)
+			}
+		default:
+			n = protowire.ConsumeFieldValue(num, typ, b)
 		}
-		if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
+		if n < 0 {
 			return fmt.Errorf("%w: field %d: %v", errWire, num, protowire.ParseError(n))
+		}
+		if err != nil {
+			return err
 		}
 		b = b[n:]
 	}
