@@ -12,6 +12,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/nsguard/nsguard/audit"
+	"github.com/nsguard/nsguard/logline"
 	"github.com/nsguard/nsguard/test/e2e/cluster"
 	"github.com/nsguard/nsguard/test/e2e/coredns"
 	"github.com/nsguard/nsguard/test/e2e/resolvers"
@@ -190,6 +191,19 @@ func nsguardLines(log string) []string {
 		}
 	}
 	return out
+}
+
+// splitFindings tells the lines about answers from the live findings' lines, which come
+// from the cluster's state, whoever asks.
+func splitFindings(lines []string) (answers, findings []string) {
+	for _, l := range lines {
+		if strings.Contains(l, logline.FindingSubject) {
+			findings = append(findings, l)
+		} else {
+			answers = append(answers, l)
+		}
+	}
+	return answers, findings
 }
 
 const apexMetric = "coredns_nsguard_namespace_apex_answers_total"
