@@ -36,7 +36,7 @@ var (
 	workers      = flag.Int("workers", scale.DefaultWorkers, "requests in flight while creating")
 	churn        = flag.Int("churn", 3000, "ConfigMaps created and deleted before each API server restart")
 	podsVerified = flag.Bool("pods-verified", false, "also run kubernetes with pods verified, for reference (about 2 GB at the full size)")
-	only         = flag.String("only", "", "comma-separated configurations to run, by number: 1 kubernetes alone, 2 + nsguard, 3 + nsguard clients off, 4 pods verified (default: 1,2,3, and 4 with -pods-verified)")
+	only         = flag.String("only", "", "comma-separated configurations to run, by number: 1 kubernetes alone, 2 + nsguard, 3 + nsguard clients off, 4 pods verified, 5 + nsguard clients off and findings off (default: 1,2,3,5, and 4 with -pods-verified)")
 	ip           = flag.String("ip", "127.53.60.1", "loopback address CoreDNS binds, port 53")
 	timeout      = flag.Duration("timeout", 10*time.Minute, "bound on each wait: a sync, a relist")
 	saveEtcd     = flag.String("save-etcd", "", "after the run, keep etcd's data (the cluster as created) in this directory, for -reuse-etcd")
@@ -55,8 +55,8 @@ func main() {
 }
 
 func configs() ([]scale.Config, error) {
-	all := []scale.Config{scale.KubernetesAlone, scale.NSGuard, scale.NSGuardClientsOff, scale.PodsVerified}
-	pick := "1,2,3"
+	all := []scale.Config{scale.KubernetesAlone, scale.NSGuard, scale.NSGuardClientsOff, scale.PodsVerified, scale.NSGuardNothingLive}
+	pick := "1,2,3,5"
 	if *podsVerified {
 		pick += ",4"
 	}

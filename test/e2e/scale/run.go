@@ -36,7 +36,9 @@ var (
 	KubernetesAlone   = Config{Name: "`kubernetes` alone"}
 	NSGuard           = Config{Name: "+ bare `nsguard`", NSGuard: "nsguard {\n    kubeconfig %s\n}"}
 	NSGuardClientsOff = Config{Name: "+ `nsguard { clients off }`", NSGuard: "nsguard {\n    clients off\n    kubeconfig %s\n}"}
-	PodsVerified      = Config{Name: "`kubernetes` with `pods verified`", PodsVerified: true}
+	// NSGuardNothingLive holds nothing of its own: neither Pods nor the live findings' names.
+	NSGuardNothingLive = Config{Name: "+ `nsguard { clients off; findings off }`", NSGuard: "nsguard {\n    clients off\n    findings off\n    kubeconfig %s\n}"}
+	PodsVerified       = Config{Name: "`kubernetes` with `pods verified`", PodsVerified: true}
 )
 
 // Env is where Measure runs a configuration.
