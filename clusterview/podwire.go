@@ -63,30 +63,29 @@ func (d podDecoder) Decode(data []byte, gvk *schema.GroupVersionKind, into runti
 	if !ok {
 		return d.next.Decode(data, gvk, into)
 	}
-	got := &schema.GroupVersionKind{Version: "v1", Kind: kind}
-	switch kind {
+	switch string(kind) { // compared without a copy
 	case "Pod":
 		p, _ := into.(*podWire)
 		if p == nil {
 			p = &podWire{}
 		}
 		*p = podWire{}
-		return p, got, decodePod(raw, p)
+		return p, &schema.GroupVersionKind{Version: "v1", Kind: "Pod"}, decodePod(raw, p)
 	case "PodList":
 		l, _ := into.(*podWireList)
 		if l == nil {
 			l = &podWireList{}
 		}
 		*l = podWireList{}
-		return l, got, decodePodList(raw, l)
+		return l, &schema.GroupVersionKind{Version: "v1", Kind: "PodList"}, decodePodList(raw, l)
 	}
 	return d.next.Decode(data, gvk, into)
 }
 
 // unknown reads the envelope of a protobuf object: its kind and its bytes.
-func unknown(data []byte) (kind string, raw []byte, ok bool) {
+func unknown(data []byte) (kind, raw []byte, ok bool) {
 	if !bytes.HasPrefix(data, protobufMagic) {
-		return "", nil, false
+		return nil, nil, false
 	}
 	var typeMeta []byte
 	err := fields(data[len(protobufMagic):], func(num protowire.Number, v []byte) error {
@@ -99,11 +98,11 @@ func unknown(data []byte) (kind string, raw []byte, ok bool) {
 		return nil
 	})
 	if err != nil {
-		return "", nil, false
+		return nil, nil, false
 	}
 	err = fields(typeMeta, func(num protowire.Number, v []byte) error {
 		if num == 2 {
-			kind = string(v)
+			kind = v
 		}
 		return nil
 	})

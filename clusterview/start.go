@@ -108,22 +108,31 @@ func (r *Run) Stop() {
 
 // waitSynced reports when every source has synced, and whether it did before ctx ended.
 func (v *View) waitSynced(ctx context.Context) bool {
+	if !poll(ctx, func() bool { return v.services.hasSynced() && (v.pods == nil || v.pods.synced.Load()) }, nil) {
+		return false
+	}
+	v.synced.Store(true)
+	if v.cfg.OnSynced != nil {
+		v.cfg.OnSynced()
+	}
+	return true
+}
+
+// poll checks ok every 100 ms until it holds or end fires (nil: never), and reports false
+// only when ctx ended first.
+func poll(ctx context.Context, ok func() bool, end <-chan time.Time) bool {
 	t := time.NewTicker(100 * time.Millisecond)
 	defer t.Stop()
-	for {
-		if v.services.hasSynced() && (v.pods == nil || v.pods.synced.Load()) {
-			v.synced.Store(true)
-			if v.cfg.OnSynced != nil {
-				v.cfg.OnSynced()
-			}
-			return true
-		}
+	for !ok() {
 		select {
 		case <-ctx.Done():
 			return false
+		case <-end:
+			return true
 		case <-t.C:
 		}
 	}
+	return ctx.Err() == nil
 }
 
 // ownInformers runs informers for Services, EndpointSlices and Namespaces, built without
@@ -225,26 +234,12 @@ func (v *View) watchPods(ctx context.Context, r *Run, ready func() bool) {
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
-		if waitFor(ctx, ready, PodsAfter) {
-			refl.RunWithContext(ctx)
+		if !poll(ctx, ready, time.After(PodsAfter)) {
+			return
 		}
+		if !ready() {
+			log.Warningf("the kubernetes plugin's caches have not synced after %s; watching Pods anyway", PodsAfter)
+		}
+		refl.RunWithContext(ctx)
 	}()
-}
-
-// waitFor polls ok until it holds or bound has passed, and reports false only when ctx ended.
-func waitFor(ctx context.Context, ok func() bool, bound time.Duration) bool {
-	t := time.NewTicker(100 * time.Millisecond)
-	defer t.Stop()
-	end := time.After(bound)
-	for !ok() {
-		select {
-		case <-ctx.Done():
-			return false
-		case <-end:
-			log.Warningf("the kubernetes plugin's caches have not synced after %s; watching Pods anyway", bound)
-			return true
-		case <-t.C:
-		}
-	}
-	return ctx.Err() == nil
 }
