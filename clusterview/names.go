@@ -2,15 +2,21 @@ package clusterview
 
 import (
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/nsguard/nsguard/audit"
 )
 
-// Names is the view's index for the live findings: every Service's namespace, name and
-// alias target, and which of the names the checks look for are namespaces. It implements
-// audit.Names, so the plugin runs nsguard audit's own checks on it.
+// Names is the view's index for the live findings: every Service's namespace and name,
+// the ExternalName Services' targets, and which of the names the checks look for are
+// namespaces. It implements audit.Names, so the plugin runs nsguard audit's own checks on it.
+//
+// It is two sorted slices, not maps of objects: at 20,000 Services it holds well under a
+// megabyte beside the kubernetes plugin's caches, and every byte of it is paid twice at
+// CoreDNS's peak, since the garbage collector lets the heap grow to twice what is live.
+// The names are the source's own strings, not copies.
 //
 // Neither of the view's sources tells of a change: the kubernetes plugin's caches have no
 // handlers for nsguard and only a clock of their last Service or endpoint change, and a
@@ -20,14 +26,14 @@ import (
 type Names struct {
 	src services
 
-	mu       sync.RWMutex
-	services map[objectKey]*liveService
-	byName   map[string][]string    // Service name → namespaces that hold one, sorted
-	byNS     map[string][]string    // namespace → names of its Services, sorted
-	into     map[string][]objectKey // alias target, as written → the aliases
-	present  map[string]struct{}    // the candidate names that were namespaces at the last look
+	mu      sync.RWMutex
+	byName  []serviceName          // every Service, by name then namespace
+	byNS    []int32                // positions in byName, by namespace then name
+	targets map[objectKey]string   // ExternalName Service → its target, as written
+	into    map[string][]objectKey // alias target → the aliases
+	present map[string]struct{}    // the candidate names that were namespaces at the last look
 
-	gen      uint32
+	seen     []uint64 // scratch of scan: which of byName the source still has
 	scanned  bool
 	modified int64 // the source's clock at the last scan
 	scanSec  int64 // the second the last scan began
@@ -35,16 +41,19 @@ type Names struct {
 	now      func() time.Time
 }
 
-type liveService struct {
-	version, externalName string
-	alias                 bool
-	gen                   uint32
+type serviceName struct{ name, namespace string }
+
+func (a serviceName) compare(b serviceName) int {
+	if c := strings.Compare(a.name, b.name); c != 0 {
+		return c
+	}
+	return strings.Compare(a.namespace, b.namespace)
 }
 
 // Changes are what a Refresh found: the names whose checks may now find otherwise.
 type Changes struct {
 	Namespaces []string    // namespace checks to run again, sorted
-	Services   []audit.Ref // Services added, changed or removed, as last seen
+	Services   []audit.Ref // Services added, removed, or whose target changed, as last seen
 }
 
 // Names returns the view's index for the live findings, empty until its first Refresh. It
@@ -59,9 +68,7 @@ func (v *View) Names() *Names {
 func newNames(src services) *Names {
 	return &Names{
 		src:      src,
-		services: map[objectKey]*liveService{},
-		byName:   map[string][]string{},
-		byNS:     map[string][]string{},
+		targets:  map[objectKey]string{},
 		into:     map[string][]objectKey{},
 		present:  map[string]struct{}{},
 		reserved: audit.ReservedNames(),
@@ -88,44 +95,90 @@ func (n *Names) Refresh() Changes {
 	return ch
 }
 
-// scan compares every Service with the index; a Service not seen again was removed.
+// scan compares every Service with the index. A Service's version is not compared: the
+// checks read only its name, namespace and target, and most updates change none of them.
+// The index is built again only when a Service came or went, so a scan that finds the
+// same Services allocates nothing.
 func (n *Names) scan(ch *Changes, touched map[string]struct{}) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.gen++
-	changed := func(k objectKey, s *liveService) {
-		ch.Services = append(ch.Services, audit.Ref{Namespace: k.namespace, Name: k.name, Alias: s.alias, ExternalName: s.externalName, Source: source})
+	changed := func(k objectKey, r audit.Ref) {
+		ch.Services = append(ch.Services, r)
 		touched[k.name], touched[k.namespace] = struct{}{}, struct{}{}
 	}
-	n.src.eachService(func(ns, name, version, externalName string, alias bool) {
+	n.seen = slices.Grow(n.seen[:0], (len(n.byName)+63)/64)[:(len(n.byName)+63)/64]
+	clear(n.seen)
+	var added []serviceName
+	targets := map[objectKey]string{}
+	count := 0
+	n.src.eachService(func(ns, name, target string, alias bool) {
+		count++
 		k := objectKey{ns, name}
-		s := n.services[k]
-		switch {
-		case s == nil:
-			s = &liveService{}
-			n.services[k] = s
-			n.byName[name] = insertSorted(n.byName[name], ns)
-			n.byNS[ns] = insertSorted(n.byNS[ns], name)
-		case s.version == version:
-			s.gen = n.gen // nearly every Service, nearly every time: a lookup, no write to the map
-			return
-		default:
-			n.unlinkAlias(k, s)
+		if alias {
+			targets[k] = target
 		}
-		*s = liveService{version: version, externalName: externalName, alias: alias, gen: n.gen}
-		n.linkAlias(k, s)
-		changed(k, s)
+		if i, found := slices.BinarySearchFunc(n.byName, serviceName{name, ns}, serviceName.compare); found {
+			n.seen[i/64] |= 1 << (i % 64)
+		} else {
+			added = append(added, serviceName{name, ns})
+		}
 	})
-	for k, s := range n.services {
-		if s.gen == n.gen {
+	// Targets first, while the old ones are known: a Service that came or went is told
+	// below, one that stayed is told here if its target changed or it became an alias or
+	// stopped being one.
+	for k, t := range n.targets {
+		if nt, still := targets[k]; !still || nt != t {
+			n.unlinkAlias(k, t)
+			if i, ok := n.find(k); still || ok && n.seen[i/64]&(1<<(i%64)) != 0 {
+				changed(k, refOf(k, targets))
+			}
+		}
+	}
+	for k, t := range targets {
+		if old, had := n.targets[k]; !had || old != t {
+			n.linkAlias(k, t)
+			if _, ok := n.find(k); ok && !had {
+				changed(k, refOf(k, targets))
+			}
+		}
+	}
+	old := n.targets
+	n.targets = targets
+	if len(added) == 0 && count == len(n.byName) {
+		return
+	}
+	next := make([]serviceName, 0, count)
+	for i, s := range n.byName {
+		if n.seen[i/64]&(1<<(i%64)) != 0 {
+			next = append(next, s)
 			continue
 		}
-		delete(n.services, k)
-		n.unlinkAlias(k, s)
-		deleteSorted(n.byName, k.name, k.namespace)
-		deleteSorted(n.byNS, k.namespace, k.name)
-		changed(k, s)
+		k := objectKey{s.namespace, s.name}
+		changed(k, refOf(k, old))
 	}
+	for _, s := range added {
+		k := objectKey{s.namespace, s.name}
+		changed(k, refOf(k, targets))
+		next = append(next, s)
+	}
+	slices.SortFunc(next, serviceName.compare)
+	n.byName = next
+	n.byNS = make([]int32, len(next))
+	for i := range n.byNS {
+		n.byNS[i] = int32(i)
+	}
+	slices.SortFunc(n.byNS, func(a, b int32) int {
+		x, y := next[a], next[b]
+		if c := strings.Compare(x.namespace, y.namespace); c != 0 {
+			return c
+		}
+		return strings.Compare(x.name, y.name)
+	})
+}
+
+// find returns the position of Service k in byName.
+func (n *Names) find(k objectKey) (int, bool) {
+	return slices.BinarySearchFunc(n.byName, serviceName{k.name, k.namespace}, serviceName.compare)
 }
 
 // look finds which candidate names are namespaces now, and touches those that changed.
@@ -143,35 +196,43 @@ func (n *Names) look(touched map[string]struct{}) {
 			}
 		}
 	}
-	for name := range n.byName {
-		check(name)
+	for i, s := range n.byName {
+		if i == 0 || n.byName[i-1].name != s.name {
+			check(s.name)
+		}
 	}
 	for _, name := range n.reserved {
-		if _, ok := n.byName[name]; !ok {
+		if !n.hasName(name) {
 			check(name)
 		}
 	}
 	for name := range n.present { // a name no Service has any more: it is no candidate now
-		if _, ok := n.byName[name]; !ok && !slices.Contains(n.reserved, name) {
+		if !n.hasName(name) && !slices.Contains(n.reserved, name) {
 			delete(n.present, name)
 		}
 	}
 }
 
-func (n *Names) linkAlias(k objectKey, s *liveService) {
-	if s.alias && s.externalName != "" {
-		n.into[s.externalName] = append(n.into[s.externalName], k)
+// hasName reports whether a Service is called name.
+func (n *Names) hasName(name string) bool {
+	i, _ := slices.BinarySearchFunc(n.byName, serviceName{name: name}, serviceName.compare)
+	return i < len(n.byName) && n.byName[i].name == name
+}
+
+func (n *Names) linkAlias(k objectKey, target string) {
+	if target != "" {
+		n.into[target] = append(n.into[target], k)
 	}
 }
 
-func (n *Names) unlinkAlias(k objectKey, s *liveService) {
-	if !s.alias || s.externalName == "" {
+func (n *Names) unlinkAlias(k objectKey, target string) {
+	if target == "" {
 		return
 	}
-	if l := slices.DeleteFunc(n.into[s.externalName], func(x objectKey) bool { return x == k }); len(l) > 0 {
-		n.into[s.externalName] = l
+	if l := slices.DeleteFunc(n.into[target], func(x objectKey) bool { return x == k }); len(l) > 0 {
+		n.into[target] = l
 	} else {
-		delete(n.into, s.externalName)
+		delete(n.into, target)
 	}
 }
 
@@ -193,7 +254,7 @@ func (n *Names) AliasesOf(fqdn string) []audit.Ref {
 func (n *Names) Len() int {
 	n.mu.RLock()
 	defer n.mu.RUnlock()
-	return len(n.services)
+	return len(n.byName)
 }
 
 // source is where the live findings' objects were read.
@@ -211,52 +272,39 @@ func (n *Names) Namespace(name string) (string, bool) {
 func (n *Names) Service(ns, name string) (audit.Ref, bool) {
 	n.mu.RLock()
 	defer n.mu.RUnlock()
-	if _, ok := n.services[objectKey{ns, name}]; !ok {
+	k := objectKey{ns, name}
+	if _, ok := n.find(k); !ok {
 		return audit.Ref{}, false
 	}
-	return n.ref(objectKey{ns, name}), true
+	return n.ref(k), true
 }
 
 func (n *Names) ServicesNamed(name string) []audit.Ref {
-	return n.refs(n.byName, name, func(ns string) objectKey { return objectKey{ns, name} })
-}
-
-func (n *Names) ServicesIn(ns string) []audit.Ref {
-	return n.refs(n.byNS, ns, func(name string) objectKey { return objectKey{ns, name} })
-}
-
-// refs are the Services an index lists under key, in its order.
-func (n *Names) refs(index map[string][]string, key string, service func(string) objectKey) []audit.Ref {
 	n.mu.RLock()
 	defer n.mu.RUnlock()
 	var out []audit.Ref
-	for _, other := range index[key] {
-		out = append(out, n.ref(service(other)))
+	i, _ := slices.BinarySearchFunc(n.byName, serviceName{name: name}, serviceName.compare)
+	for ; i < len(n.byName) && n.byName[i].name == name; i++ {
+		out = append(out, n.ref(objectKey{n.byName[i].namespace, name}))
 	}
 	return out
 }
 
-func (n *Names) ref(k objectKey) audit.Ref {
-	s := n.services[k]
-	return audit.Ref{Namespace: k.namespace, Name: k.name, Alias: s.alias, ExternalName: s.externalName, Source: source}
+func (n *Names) ServicesIn(ns string) []audit.Ref {
+	n.mu.RLock()
+	defer n.mu.RUnlock()
+	var out []audit.Ref
+	i, _ := slices.BinarySearchFunc(n.byNS, ns, func(p int32, ns string) int { return strings.Compare(n.byName[p].namespace, ns) })
+	for ; i < len(n.byNS) && n.byName[n.byNS[i]].namespace == ns; i++ {
+		out = append(out, n.ref(objectKey{ns, n.byName[n.byNS[i]].name}))
+	}
+	return out
 }
 
-func insertSorted(l []string, s string) []string {
-	if i, found := slices.BinarySearch(l, s); !found {
-		return slices.Insert(l, i, s)
-	}
-	return l
-}
+func (n *Names) ref(k objectKey) audit.Ref { return refOf(k, n.targets) }
 
-// deleteSorted removes s from m[key]; the key goes when nothing is left.
-func deleteSorted(m map[string][]string, key, s string) {
-	l := m[key]
-	if i, found := slices.BinarySearch(l, s); found {
-		l = slices.Delete(l, i, i+1)
-	}
-	if len(l) == 0 {
-		delete(m, key)
-	} else {
-		m[key] = l
-	}
+// refOf is Service k as the checks read it, with the targets of the aliases at one time.
+func refOf(k objectKey, targets map[objectKey]string) audit.Ref {
+	t, alias := targets[k]
+	return audit.Ref{Namespace: k.namespace, Name: k.name, Alias: alias, ExternalName: t, Source: source}
 }

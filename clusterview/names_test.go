@@ -156,8 +156,10 @@ func TestNamesHeapAtScale(t *testing.T) {
 }
 
 // BenchmarkNamesRefresh is the live findings' work at the full size: a look with no change
-// (every Service name and the reserved names looked up as namespaces), a Service changed (the
-// scan of every Service, then the look), and a namespace made (the look finds it).
+// (every Service name and the reserved names looked up as namespaces), a Service updated
+// with nothing the checks read (the scan of every Service, then the look), a Service added
+// or deleted (the scan, the index built again, the look), and a namespace made (the look
+// finds it).
 func BenchmarkNamesRefresh(b *testing.B) {
 	c := scaleController(b)
 	n := newNames(shared{c})
@@ -169,13 +171,29 @@ func BenchmarkNamesRefresh(b *testing.B) {
 			n.Refresh()
 		}
 	})
-	b.Run("change=service", func(b *testing.B) {
+	b.Run("change=version", func(b *testing.B) {
 		b.ReportAllocs()
 		i := 0
 		for b.Loop() {
 			s := service(scaleNamespace(0), scaleService(0), "")
 			s.ResourceVersion = strconv.Itoa(i + 2)
-			c.addService(b, s) // an update: same key
+			c.addService(b, s) // an update: same key, nothing the checks read
+			c.modified.Add(1)
+			if ch := n.Refresh(); len(ch.Services) != 0 {
+				b.Fatalf("refresh found %+v", ch)
+			}
+			i++
+		}
+	})
+	b.Run("change=service", func(b *testing.B) {
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			if i%2 == 0 {
+				c.addService(b, service(scaleNamespace(0), "extra", ""))
+			} else {
+				c.deleteService(b, scaleNamespace(0), "extra")
+			}
 			c.modified.Add(1)
 			if ch := n.Refresh(); len(ch.Services) != 1 {
 				b.Fatalf("refresh found %+v", ch)
@@ -197,4 +215,47 @@ func BenchmarkNamesRefresh(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestNamesServiceChanges: each change a check can see is told once, as the Service is now
+// (or was last seen, when it went); an update the checks cannot see is not told.
+func TestNamesServiceChanges(t *testing.T) {
+	svc := func(name, target, version string) *serviceObj {
+		return &serviceObj{meta: meta{namespace: "apps", name: name, version: version}, externalName: target}
+	}
+	steps := []struct {
+		name   string
+		change func(o *owned)
+		want   []audit.Ref
+	}{
+		{"added", func(o *owned) { o.setService(svc("a", "", "2"), true) },
+			[]audit.Ref{{Namespace: "apps", Name: "a", Source: source}}},
+		{"version only", func(o *owned) { o.setService(svc("a", "", "3"), true) }, nil},
+		{"became an alias", func(o *owned) { o.setService(svc("a", "x.example", "4"), true) },
+			[]audit.Ref{{Namespace: "apps", Name: "a", Alias: true, ExternalName: "x.example", Source: source}}},
+		{"target changed", func(o *owned) { o.setService(svc("a", "y.example", "5"), true) },
+			[]audit.Ref{{Namespace: "apps", Name: "a", Alias: true, ExternalName: "y.example", Source: source}}},
+		{"no alias now", func(o *owned) { o.setService(svc("a", "", "6"), true) },
+			[]audit.Ref{{Namespace: "apps", Name: "a", Source: source}}},
+		{"alias added", func(o *owned) { o.setService(svc("b", "z.example", "7"), true) },
+			[]audit.Ref{{Namespace: "apps", Name: "b", Alias: true, ExternalName: "z.example", Source: source}}},
+		{"alias deleted, as last seen", func(o *owned) { o.setService(svc("b", "z.example", "7"), false) },
+			[]audit.Ref{{Namespace: "apps", Name: "b", Alias: true, ExternalName: "z.example", Source: source}}},
+	}
+	o := newOwned()
+	o.setService(svc("base", "", "1"), true)
+	n := newNames(o)
+	n.Refresh()
+	for _, st := range steps {
+		st.change(o)
+		if got := n.Refresh().Services; !slices.Equal(got, st.want) {
+			t.Errorf("%s: told %+v, want %+v", st.name, got, st.want)
+		}
+	}
+	if got := n.AliasesOf("z.example."); len(got) != 0 {
+		t.Errorf("the deleted alias is still found: %+v", got)
+	}
+	if got := n.ServicesIn("apps"); len(got) != 2 || got[0].Name != "a" || got[1].Name != "base" {
+		t.Errorf("Services in apps: %+v", got)
+	}
 }

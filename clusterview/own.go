@@ -59,11 +59,11 @@ func (o *owned) each(name string, f func(namespace, externalName string)) {
 
 func (o *owned) modified() int64 { return o.changed.Load() }
 
-func (o *owned) eachService(f func(namespace, name, version, externalName string, alias bool)) {
+func (o *owned) eachService(f func(namespace, name, externalName string, alias bool)) {
 	o.mu.RLock()
 	defer o.mu.RUnlock()
 	for k, s := range o.services {
-		f(k.namespace, k.name, s.version, s.externalName, s.externalName != "") // the API requires a target of an ExternalName
+		f(k.namespace, k.name, s.externalName, s.externalName != "") // the API requires a target of an ExternalName
 	}
 }
 

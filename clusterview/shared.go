@@ -68,13 +68,13 @@ func (s shared) hasNamespace(name string) bool {
 // sees, in seconds. Its Namespaces move no clock.
 func (s shared) modified() int64 { return s.c.Modified(kubernetes.ModifiedInternal) }
 
-func (s shared) eachService(f func(namespace, name, version, externalName string, alias bool)) {
+func (s shared) eachService(f func(namespace, name, externalName string, alias bool)) {
 	for _, svc := range s.c.ServiceList() {
 		alias := svc.Type == corev1.ServiceTypeExternalName
 		target := ""
 		if alias {
 			target = svc.ExternalName
 		}
-		f(svc.Namespace, svc.Name, svc.Version, target, alias)
+		f(svc.Namespace, svc.Name, target, alias)
 	}
 }

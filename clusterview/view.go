@@ -51,7 +51,7 @@ type services interface {
 	// modified changes when a Service may have changed; it counts seconds.
 	modified() int64
 	// eachService calls f with every Service; alias is an ExternalName Service.
-	eachService(f func(namespace, name, version, externalName string, alias bool))
+	eachService(f func(namespace, name, externalName string, alias bool))
 }
 
 // New returns a view that reads nothing until Start.
