@@ -93,12 +93,12 @@ func toSmall(obj any) (any, error) {
 	return obj, nil // already small, or a tombstone: the store handles it itself
 }
 
-// podObj is a live Pod as the view keeps it: its key, its own addresses, and its UID when
-// Events name it. Nothing else of a Pod of many kilobytes stays in memory.
+// podObj is a Pod on its way into the Pod store: its key, its own addresses, and its UID
+// when Events name it. Nothing else of a Pod of many kilobytes stays in memory.
 type podObj struct {
-	key string       // "namespace/name"
-	ips []netip.Addr // parsed once here, so the query path never formats a client's address
-	uid string
+	key   string   // "namespace/name"
+	addrs podAddrs // parsed once here, so the query path never formats a client's address
+	uid   string
 }
 
 // toPod reduces a Pod to what naming a client needs. A host-network Pod has its node's
@@ -125,15 +125,30 @@ func (p *podWire) small(uids bool) *podObj {
 	for _, ip := range p.podIPs {
 		o.addAddr(ip)
 	}
-	if len(o.ips) == 0 {
+	if o.addrs == (podAddrs{}) {
 		o.addAddr(p.podIP)
 	}
 	return o
 }
 
-// addAddr records a Pod address from the API. One that does not parse can match no client.
+// addAddr records a Pod address from the API. One that does not parse can match no client,
+// and :: is no Pod's. The API gives a Pod at most one address of each family; beyond two,
+// the others are not kept.
 func (o *podObj) addAddr(s string) {
-	if ip, err := netip.ParseAddr(s); err == nil {
-		o.ips = append(o.ips, ip.Unmap())
+	ip, err := netip.ParseAddr(s)
+	if err != nil {
+		return
+	}
+	k := ip.As16()
+	for i, a := range o.addrs {
+		switch a {
+		case k:
+			return
+		case addr16{}:
+			if k != (addr16{}) {
+				o.addrs[i] = k
+			}
+			return
+		}
 	}
 }

@@ -76,7 +76,7 @@ func TestPodDecoder(t *testing.T) {
 				t.Fatalf("decoded %T, want *podWire", obj)
 			}
 			for _, uids := range []bool{false, true} {
-				if got, want := w.small(uids), toPod(p, uids); got.key != want.key || got.uid != want.uid || !slices.Equal(got.ips, want.ips) {
+				if got, want := w.small(uids), toPod(p, uids); got.key != want.key || got.uid != want.uid || got.addrs != want.addrs {
 					t.Errorf("uids %v: kept %+v, want %+v", uids, *got, *want)
 				}
 			}

@@ -81,9 +81,9 @@ func TestViewWithoutClients(t *testing.T) {
 
 func TestViewUpdates(t *testing.T) {
 	ps := newPodStore(false)
-	p := &podObj{key: "a/p", ips: addrs("10.0.0.1")}
+	p := &podObj{key: "a/p", addrs: addrs("10.0.0.1")}
 	ps.set(p, true)
-	ps.set(&podObj{key: "a/p", ips: addrs("10.0.0.2")}, true) // new IP
+	ps.set(&podObj{key: "a/p", addrs: addrs("10.0.0.2")}, true) // new IP
 	if ps.pod(netip.MustParseAddr("10.0.0.1")) != "" || ps.pod(netip.MustParseAddr("10.0.0.2")) != "a/p" {
 		t.Error("a Pod's old address must be forgotten when it changes")
 	}
@@ -135,7 +135,7 @@ func TestViewConcurrent(t *testing.T) {
 	go func() {
 		defer close(done)
 		for i := range 2000 {
-			p := &podObj{key: "a/p", ips: addrs("10.0.0.1")}
+			p := &podObj{key: "a/p", addrs: addrs("10.0.0.1")}
 			s := &sliceObj{meta: meta{namespace: "c", name: "s"}, service: "b", names: []string{"a"}}
 			ps.set(p, i%2 == 0)
 			o.setSlice(s, i%2 == 0)
@@ -223,7 +223,7 @@ func TestPodIdentity(t *testing.T) {
 		{"the IPv6 Pod leaves", pod("v6", "fd00::1", nil), false, "fd00::1", ""},
 		{"the mapped one leaves", pod("mapped", "::ffff:10.0.0.8", nil), false, "10.0.0.8", ""},
 	}
-	if got := pod("odd", "10.0.0.300", nil).ips; len(got) != 0 {
+	if got := pod("odd", "10.0.0.300", nil).addrs; got != (podAddrs{}) {
 		t.Errorf("an address that does not parse gave %v", got)
 	}
 	for _, s := range steps {
@@ -239,12 +239,12 @@ func TestPodIdentity(t *testing.T) {
 
 func ptr[T any](v T) *T { return &v }
 
-func addrs(ips ...string) []netip.Addr {
-	var out []netip.Addr
+func addrs(ips ...string) podAddrs {
+	var o podObj
 	for _, ip := range ips {
-		out = append(out, netip.MustParseAddr(ip))
+		o.addAddr(ip)
 	}
-	return out
+	return o.addrs
 }
 
 func inClusterLocal(target string) bool { return strings.HasSuffix(target, ".cluster.local") }
