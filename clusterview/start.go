@@ -3,6 +3,7 @@ package clusterview
 import (
 	"context"
 	"io"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -62,11 +63,11 @@ func (v *View) Start(ctl Controller) *Run {
 		v.services = o
 	}
 	if v.pods != nil {
-		after := func() bool { return true }
+		after, hold := func() bool { return true }, time.Duration(0)
 		if ctl != nil {
-			after = ctl.HasSynced
+			after, hold = ctl.HasSynced, PodsRelistAfter
 		}
-		v.watchPods(ctx, r, after)
+		v.watchPods(ctx, r, after, hold)
 	}
 
 	synced := make(chan struct{})
@@ -194,12 +195,20 @@ func (v *View) handle(inf cache.SharedIndexInformer, set func(obj any, present b
 // that cannot sync must not keep clients unnamed for ever.
 const PodsAfter = time.Minute
 
+// PodsRelistAfter is how long, at least, a relist of Pods waits beside the kubernetes
+// plugin; at most twice that. After an API server restart every reflector of CoreDNS
+// relists at once: the plugin's lists are what DNS answers from, so they go first, and the
+// Pods, the largest list, follow once that garbage is gone. The jitter spreads the Pod
+// lists of many replicas. Meanwhile clients are named from the Pods last seen.
+const PodsRelistAfter = 30 * time.Second
+
 // watchPods runs a reflector straight into the Pod store, with the API server's streamed
 // list where it serves one: no full Pod is held past its decoding, and no list of them all.
 // It starts once ready() holds, or after PodsAfter. With the kubernetes plugin, ready is its
 // caches' sync: decoding 9 KB Pods while the plugin decodes its own lists would put both
-// streams' garbage on top of each other, and CoreDNS's peak memory with it.
-func (v *View) watchPods(ctx context.Context, r *Run, ready func() bool) {
+// streams' garbage on top of each other, and CoreDNS's peak memory with it. For the same
+// reason a relist waits hold, and up to as long again, when hold is not 0.
+func (v *View) watchPods(ctx context.Context, r *Run, ready func() bool, hold time.Duration) {
 	var list cache.ListWithContextFunc
 	var watchFunc cache.WatchFuncWithContext
 	var expected runtime.Object
@@ -219,11 +228,17 @@ func (v *View) watchPods(ctx context.Context, r *Run, ready func() bool) {
 	}
 	lw := cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			if err := v.holdRelist(ctx, true, opts, hold); err != nil {
+				return nil, err
+			}
 			l, err := list(ctx, opts)
 			v.answered(ctx, err)
 			return l, err
 		},
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			if err := v.holdRelist(ctx, false, opts, hold); err != nil {
+				return nil, err
+			}
 			w, err := watchFunc(ctx, opts)
 			v.answered(ctx, err)
 			return w, err
@@ -242,4 +257,29 @@ func (v *View) watchPods(ctx context.Context, r *Run, ready func() bool) {
 		}
 		refl.RunWithContext(ctx)
 	}()
+}
+
+// isRelist reports whether a request of the Pod reflector sends the whole state again after
+// the first sync: a list, or a watch that starts with every Pod (the streamed list). A watch
+// that resumes from a resource version is not one.
+func isRelist(synced, isList bool, opts metav1.ListOptions) bool {
+	return synced && (isList || opts.SendInitialEvents != nil && *opts.SendInitialEvents)
+}
+
+// holdRelist waits between hold and twice hold before a relist of Pods; it returns ctx's
+// error if ctx ends first.
+func (v *View) holdRelist(ctx context.Context, isList bool, opts metav1.ListOptions, hold time.Duration) error {
+	if hold <= 0 || !isRelist(v.pods.synced.Load(), isList, opts) {
+		return nil
+	}
+	d := hold + rand.N(hold)
+	log.Infof("relisting Pods in %s, after the kubernetes plugin's own lists; until then clients are named from the Pods last seen", d.Round(time.Second))
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
