@@ -88,6 +88,9 @@ var (
 	pods     = flag.Int("client-pods", 4, "the stock workload's client Pods: one dnsperf each, from its own address")
 	rounds   = flag.Int("rounds", 60, "interleaved rounds")
 	seconds  = flag.Int("seconds", 3, "dnsperf -l per configuration and round")
+	// any runs in every pair and stays warm; each other server would otherwise start its
+	// turn cold, after the other pairs' turns, and the floor would favour any.
+	warm     = flag.Int("warm", 1, "dnsperf -l, unmeasured, against each configuration just before its measured run beside any; 0 for none")
 	clients  = flag.Int("clients", 8, "dnsperf -c, shared among the client Pods")
 	threads  = flag.Int("threads", 1, "dnsperf -T")
 	inflight = flag.Int("outstanding", 200, "dnsperf -q, shared among the client Pods")
@@ -312,6 +315,11 @@ func runBatch(ctx context.Context, out, bin string, b batch, servers []*coredns.
 			}
 			if i == floorConfig {
 				continue // it runs beside every other
+			}
+			if *warm > 0 {
+				if _, err := dnsperf(ctx, b.loads, configs[i].ip, *warm); err != nil {
+					return "", fmt.Errorf("round %d, warming %s: %w", r, configs[i].name, err)
+				}
 			}
 			s, err := measure(ctx, b.loads, []*coredns.Server{servers[i], servers[floorConfig]}, configs[i].ip, configs[floorConfig].ip)
 			if err != nil {
