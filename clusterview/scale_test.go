@@ -461,3 +461,37 @@ func BenchmarkQueryPathAtScale(b *testing.B) {
 		})
 	}
 }
+
+// TestPodRelistAllocations: a relist of the full-size cluster's Pods, as the reflector hands
+// them over (small, freshly decoded), writes the store in place. It happens while the
+// kubernetes plugin may be relisting too, at CoreDNS's peak: a second store built aside
+// would add as much again as the store holds.
+func TestPodRelistAllocations(t *testing.T) {
+	c := newScaleCluster(scaleNamespaces)
+	ps := newPodStore(false)
+	var list []any
+	c.eachPod(func(o k8sruntime.Object) { list = append(list, ps.small(o)) })
+	if err := ps.Replace(list, "1"); err != nil {
+		t.Fatal(err)
+	}
+	for i, o := range list { // the same Pods again, in objects of their own
+		p := *o.(*podObj)
+		p.key = strings.Clone(p.key)
+		list[i] = &p
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	if err := ps.Replace(list, "2"); err != nil {
+		t.Fatal(err)
+	}
+	runtime.ReadMemStats(&after)
+	allocated := after.TotalAlloc - before.TotalAlloc
+	t.Logf("relist of %d Pods: %.2f MB allocated", len(list), scaleMB(int64(allocated)))
+	if len(ps.byAddr) != c.pods() {
+		t.Fatalf("store holds %d addresses after the relist, want %d", len(ps.byAddr), c.pods())
+	}
+	if allocated > 2_000_000 { // the sorted keys of the list: 16 B a Pod
+		t.Errorf("a relist allocated %.2f MB; the budget is 2 MB", scaleMB(int64(allocated)))
+	}
+}
