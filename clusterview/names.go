@@ -117,7 +117,7 @@ func (n *Names) scan(ch *Changes, touched map[string]struct{}) {
 		if alias {
 			targets[k] = target
 		}
-		if i, found := slices.BinarySearchFunc(n.byName, serviceName{name, ns}, serviceName.compare); found {
+		if i, found := n.find(k); found {
 			n.seen[i/64] |= 1 << (i % 64)
 		} else {
 			added = append(added, serviceName{name, ns})
