@@ -55,7 +55,11 @@ type Env struct {
 	Churn   int
 	Workers int           // for the churn; 0: DefaultWorkers
 	Timeout time.Duration // for the sync, and again for the relist; 0: 10 minutes
-	Logf    Logf
+	// Watch is how long after the API server is back the relist's peak is watched at least,
+	// every configuration alike: one that settles early must not be spared what grows later,
+	// while the heap's goal is still the one the relist set. 0: until settled.
+	Watch time.Duration
+	Logf  Logf
 }
 
 // Result is one configuration's figures. Memory is in bytes.
@@ -244,6 +248,13 @@ func Measure(ctx context.Context, env Env, cfg Config) (res Result, err error) {
 		return res, err
 	}
 	res.RelistTime = time.Since(t)
+	if rest := env.Watch - time.Since(t); rest > 0 {
+		select {
+		case <-ctx.Done():
+			return res, ctx.Err()
+		case <-time.After(rest):
+		}
+	}
 	if m, err = ReadMem(pid); err != nil {
 		return res, err
 	}
