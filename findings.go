@@ -71,15 +71,21 @@ func (l *liveFindings) run(ctx context.Context) {
 	defer close(l.done)
 	t := time.NewTicker(findingsEvery)
 	defer t.Stop()
+	looked := false
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		if l.view.Synced() {
-			l.tick()
+		if !l.view.Synced() {
+			continue
 		}
+		if !looked {
+			clusterview.FreshHeapGoal() // the first look runs every check, just after the kubernetes plugin's sync
+			looked = true
+		}
+		l.tick()
 	}
 }
 

@@ -257,7 +257,7 @@ func (v *View) watchPods(ctx context.Context, r *Run, ready func() bool, hold ti
 			log.Warningf("the kubernetes plugin's caches have not synced after %s; watching Pods anyway", PodsAfter)
 		}
 		if hold > 0 {
-			freshHeapGoal()
+			FreshHeapGoal()
 		}
 		refl.RunWithContext(ctx)
 	}()
@@ -284,16 +284,16 @@ func (v *View) holdRelist(ctx context.Context, isList bool, opts metav1.ListOpti
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-t.C:
-		freshHeapGoal()
+		FreshHeapGoal()
 		return nil
 	}
 }
 
-// freshHeapGoal runs a collection before the Pods are streamed in. The garbage collector
-// lets the heap grow to twice what was live at its last collection, and that one may have
-// run while the kubernetes plugin held its old and new objects at once, in its sync or
-// relist: CoreDNS then idles under a goal far above what is live, and the Pods' stream,
-// about 2 KB of garbage a Pod, would fill the heap up to it. Collected now, the goal is
-// twice what is live now. It costs one collection per Pod list, which happens at start and
-// after an API server restart.
-func freshHeapGoal() { goruntime.GC() }
+// FreshHeapGoal runs a collection before a burst of garbage: the Pods streamed in, or the
+// live findings' first look, which runs every check once. The garbage collector lets the
+// heap grow to twice what was live at its last collection, and that one may have run
+// while the kubernetes plugin held its old and new objects at once, in its sync or relist:
+// CoreDNS then idles under a goal far above what is live, and the burst would fill the heap
+// up to it. Collected now, the goal is twice what is live now. It costs one collection,
+// at start, at a reload, and before a Pod relist after an API server restart.
+func FreshHeapGoal() { goruntime.GC() }
