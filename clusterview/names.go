@@ -109,12 +109,15 @@ func (n *Names) scan(ch *Changes, touched map[string]struct{}) {
 	n.seen = slices.Grow(n.seen[:0], (len(n.byName)+63)/64)[:(len(n.byName)+63)/64]
 	clear(n.seen)
 	var added []serviceName
-	targets := map[objectKey]string{}
+	var targets map[objectKey]string // made at the first alias: most clusters have few or none
 	count := 0
 	n.src.eachService(func(ns, name, target string, alias bool) {
 		count++
 		k := objectKey{ns, name}
 		if alias {
+			if targets == nil {
+				targets = map[objectKey]string{}
+			}
 			targets[k] = target
 		}
 		if i, found := n.find(k); found {

@@ -171,36 +171,37 @@ func BenchmarkNamesRefresh(b *testing.B) {
 			n.Refresh()
 		}
 	})
-	b.Run("change=version", func(b *testing.B) {
-		b.ReportAllocs()
-		i := 0
-		for b.Loop() {
+	for _, tc := range []struct {
+		name     string
+		change   func(i int)
+		services int // Services a refresh tells of
+	}{
+		{"change=version", func(i int) { // an update: same key, nothing the checks read
 			s := service(scaleNamespace(0), scaleService(0), "")
 			s.ResourceVersion = strconv.Itoa(i + 2)
-			c.addService(b, s) // an update: same key, nothing the checks read
-			c.modified.Add(1)
-			if ch := n.Refresh(); len(ch.Services) != 0 {
-				b.Fatalf("refresh found %+v", ch)
-			}
-			i++
-		}
-	})
-	b.Run("change=service", func(b *testing.B) {
-		b.ReportAllocs()
-		i := 0
-		for b.Loop() {
+			c.addService(b, s)
+		}, 0},
+		{"change=service", func(i int) {
 			if i%2 == 0 {
 				c.addService(b, service(scaleNamespace(0), "extra", ""))
 			} else {
 				c.deleteService(b, scaleNamespace(0), "extra")
 			}
-			c.modified.Add(1)
-			if ch := n.Refresh(); len(ch.Services) != 1 {
-				b.Fatalf("refresh found %+v", ch)
+		}, 1},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				tc.change(i)
+				c.modified.Add(1)
+				if ch := n.Refresh(); len(ch.Services) != tc.services {
+					b.Fatalf("refresh found %+v", ch)
+				}
+				i++
 			}
-			i++
-		}
-	})
+		})
+	}
 	b.Run("change=namespace", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
