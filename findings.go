@@ -14,7 +14,8 @@ import (
 )
 
 // findingsEvery is how often the live findings look at the view: a finding is logged and
-// counted within about this long after the change that makes it.
+// counted within about this long after the change that makes it, except a namespace made
+// with a Service's name, which takes a look per clusterview.LookPerRefresh Service names.
 const findingsEvery = time.Second
 
 // maxAliasChain bounds how far back along ExternalName Services a change is followed: the

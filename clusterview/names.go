@@ -21,8 +21,9 @@ import (
 // Neither of the view's sources tells of a change: the kubernetes plugin's caches have no
 // handlers for nsguard and only a clock of their last Service or endpoint change, and a
 // Namespace bumps nothing. So Refresh compares: the Services, only when that clock says
-// they may have changed, and the namespaces, by looking up each candidate name (every
-// Service's name, and the reserved names). Nothing of it runs on the query path.
+// they may have changed, and the namespaces, by looking up the candidate names (every
+// Service's name, and the reserved names), LookPerRefresh of them at a time. Nothing of it
+// runs on the query path.
 type Names struct {
 	src services
 
@@ -34,6 +35,8 @@ type Names struct {
 	present map[string]struct{}    // the candidate names that were namespaces at the last look
 
 	seen     []uint64 // scratch of scan: which of byName the source still has
+	next     int      // where in byName the next look goes on
+	perLook  int      // names a look goes round, at most (LookPerRefresh)
 	scanned  bool
 	modified int64 // the source's clock at the last scan
 	scanSec  int64 // the second the last scan began
@@ -72,6 +75,7 @@ func newNames(src services) *Names {
 		into:     map[string][]objectKey{},
 		present:  map[string]struct{}{},
 		reserved: audit.ReservedNames(),
+		perLook:  LookPerRefresh,
 		now:      time.Now,
 	}
 }
@@ -184,7 +188,19 @@ func (n *Names) find(k objectKey) (int, bool) {
 	return slices.BinarySearchFunc(n.byName, serviceName{k.name, k.namespace}, serviceName.compare)
 }
 
+// LookPerRefresh bounds how many Service names one Refresh looks up as namespaces, beside
+// the names it must look at every time. The kubernetes plugin answers each name that is no
+// namespace with a new error (about 40 bytes): at 20,000 names, a look at all of them every
+// second made 0.8 MB of garbage a second, which fills the heap towards the goal a relist
+// leaves (see FreshHeapGoal). So the look goes round the names, this many at a time: a
+// namespace made with a Service's name is found within names/LookPerRefresh refreshes.
+const LookPerRefresh = 1000
+
 // look finds which candidate names are namespaces now, and touches those that changed.
+// Every Refresh it looks at the names touched by this Refresh's scan (new Services), the
+// names that were namespaces (a hit costs nothing, and a namespace deleted is found at
+// once) and the reserved names; then at up to n.perLook other names, from where the last
+// look stopped.
 func (n *Names) look(touched map[string]struct{}) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -199,20 +215,42 @@ func (n *Names) look(touched map[string]struct{}) {
 			}
 		}
 	}
-	for i, s := range n.byName {
-		if i == 0 || n.byName[i-1].name != s.name {
-			check(s.name)
+	for name := range touched {
+		if n.hasName(name) {
+			check(name)
 		}
+	}
+	for name := range n.present {
+		if !n.hasName(name) && !slices.Contains(n.reserved, name) {
+			delete(n.present, name) // no Service has the name any more: it is no candidate now
+			continue
+		}
+		check(name)
 	}
 	for _, name := range n.reserved {
 		if !n.hasName(name) {
 			check(name)
 		}
 	}
-	for name := range n.present { // a name no Service has any more: it is no candidate now
-		if !n.hasName(name) && !slices.Contains(n.reserved, name) {
-			delete(n.present, name)
+	left := n.perLook
+	for range n.byName {
+		if left == 0 {
+			break
 		}
+		if n.next >= len(n.byName) {
+			n.next = 0
+		}
+		i := n.next
+		n.next++
+		name := n.byName[i].name
+		if i > 0 && n.byName[i-1].name == name {
+			continue // one look per name
+		}
+		if _, ok := n.present[name]; ok {
+			continue // looked at above
+		}
+		check(name)
+		left--
 	}
 }
 

@@ -156,7 +156,7 @@ func TestNamesHeapAtScale(t *testing.T) {
 }
 
 // BenchmarkNamesRefresh is the live findings' work at the full size: a look with no change
-// (every Service name and the reserved names looked up as namespaces), a Service updated
+// (LookPerRefresh Service names and the reserved names looked up as namespaces), a Service updated
 // with nothing the checks read (the scan of every Service, then the look), a Service added
 // or deleted (the scan, the index built again, the look), and a namespace made (the look
 // finds it).
@@ -202,15 +202,20 @@ func BenchmarkNamesRefresh(b *testing.B) {
 			}
 		})
 	}
+	// A namespace made is found when the look comes round to its name; one deleted, at the
+	// next look. Each op is both, with the refreshes in between.
 	b.Run("change=namespace", func(b *testing.B) {
 		b.ReportAllocs()
+		name := scaleService(7)
+		rounds := n.Len()/LookPerRefresh + 1
 		for b.Loop() {
-			name := scaleService(7)
-			if _, ok := c.namespaces[name]; ok {
-				delete(c.namespaces, name)
-			} else {
-				c.namespaces[name] = &object.Namespace{Name: name}
+			c.namespaces[name] = &object.Namespace{Name: name}
+			for r := 0; len(n.Refresh().Namespaces) != 1; r++ {
+				if r == rounds {
+					b.Fatalf("namespace %s not found in %d refreshes", name, rounds)
+				}
 			}
+			delete(c.namespaces, name)
 			if ch := n.Refresh(); len(ch.Namespaces) != 1 {
 				b.Fatalf("refresh found %+v", ch)
 			}
@@ -258,5 +263,56 @@ func TestNamesServiceChanges(t *testing.T) {
 	}
 	if got := n.ServicesIn("apps"); len(got) != 2 || got[0].Name != "a" || got[1].Name != "base" {
 		t.Errorf("Services in apps: %+v", got)
+	}
+}
+
+// lookCounter counts the namespace lookups of a source: each that misses is garbage in the
+// kubernetes plugin.
+type lookCounter struct {
+	services
+	looks int
+}
+
+func (c *lookCounter) hasNamespace(name string) bool { c.looks++; return c.services.hasNamespace(name) }
+
+// TestNamesLookGoesRound: after the first Refresh, which looks at every name, each Refresh
+// looks up at most perLook other names, beside those that are namespaces and the reserved
+// ones; a namespace made with any Service's name is still found within a round, and one
+// deleted at once.
+func TestNamesLookGoesRound(t *testing.T) {
+	const services, perLook = 2500, 1000
+	o := newOwned()
+	for i := range services {
+		o.setService(&serviceObj{meta: meta{namespace: "apps", name: "svc-" + strconv.Itoa(i), version: "1"}}, true)
+	}
+	o.setNamespace(&namespaceObj{meta{name: "apps"}}, true)
+	src := &lookCounter{services: o}
+	n := newNames(src)
+	n.perLook = perLook
+	if ch := n.Refresh(); len(ch.Services) != services || src.looks < services {
+		t.Fatalf("first refresh told %d Services after %d lookups; want every one", len(ch.Services), src.looks)
+	}
+	rounds := (services + perLook - 1) / perLook
+	budget := perLook + len(audit.ReservedNames())
+	for _, i := range []int{0, 1337, services - 1} {
+		name := "svc-" + strconv.Itoa(i)
+		o.setNamespace(&namespaceObj{meta{name: name}}, true)
+		found := 0
+		for r := 1; r <= rounds && found == 0; r++ {
+			src.looks = 0
+			if ch := n.Refresh(); slices.Equal(ch.Namespaces, []string{name}) {
+				found = r
+			}
+			if src.looks > budget+1 {
+				t.Errorf("a refresh looked up %d names; at most %d", src.looks, budget+1)
+			}
+		}
+		if found == 0 {
+			t.Fatalf("namespace %s not found within %d refreshes", name, rounds)
+		}
+		o.setNamespace(&namespaceObj{meta{name: name}}, false)
+		if ch := n.Refresh(); !slices.Equal(ch.Namespaces, []string{name}) {
+			t.Errorf("namespace %s deleted: told %v", name, ch.Namespaces)
+		}
 	}
 }
