@@ -109,3 +109,52 @@ func TestPodRelist(t *testing.T) {
 		t.Errorf("relist left %v", s.byKey)
 	}
 }
+
+// TestCollectAfterOutage: beside the kubernetes plugin, the view collects once after the API
+// server answers again, not while it is down nor at every probe; with informers of its own
+// it never does.
+func TestCollectAfterOutage(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		shared bool
+		want   int64
+	}{
+		{"beside the kubernetes plugin", true, 1},
+		{"own informers", false, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cs := fake.NewClientset(fixture.Incident()...)
+			var failing atomic.Bool
+			cs.PrependReactor("list", "services", func(k8stesting.Action) (bool, runtime.Object, error) {
+				if failing.Load() {
+					return true, nil, apierrors.NewServiceUnavailable("restarting")
+				}
+				return false, nil, nil
+			})
+			changed := make(chan bool, 10)
+			var collections atomic.Int64
+			v := New(Config{Client: cs, OnStale: func(s bool) { changed <- s }})
+			v.probeEvery, v.relistHold = 10*time.Millisecond, 20*time.Millisecond
+			v.collect = func() { collections.Add(1) }
+			var ctl Controller
+			if tc.shared {
+				ctl = newController(t, fixture.Incident()...)
+			}
+			r := v.Start(ctl)
+			defer r.Stop()
+
+			failing.Store(true)
+			<-changed
+			time.Sleep(100 * time.Millisecond)
+			if n := collections.Load(); n != 0 {
+				t.Fatalf("%d collections while the API server is down", n)
+			}
+			failing.Store(false)
+			<-changed
+			time.Sleep(200 * time.Millisecond) // past twice the hold, and many good probes
+			if n := collections.Load(); n != tc.want {
+				t.Errorf("%d collections after the API server is back; want %d", n, tc.want)
+			}
+		})
+	}
+}

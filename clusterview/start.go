@@ -59,16 +59,17 @@ func (v *View) Start(ctl Controller) *Run {
 	if ctl != nil {
 		v.services = shared{ctl}
 	} else {
+		v.relistHold = 0 // the relists are the view's own, and hold nothing back
 		o := newOwned()
 		r.factory = v.ownInformers(ctx, o)
 		v.services = o
 	}
 	if v.pods != nil {
-		after, hold := func() bool { return true }, time.Duration(0)
+		after := func() bool { return true }
 		if ctl != nil {
-			after, hold = ctl.HasSynced, PodsRelistAfter
+			after = ctl.HasSynced
 		}
-		v.watchPods(ctx, r, after, hold)
+		v.watchPods(ctx, r, after, v.relistHold)
 	}
 
 	synced := make(chan struct{})
@@ -296,4 +297,10 @@ func (v *View) holdRelist(ctx context.Context, isList bool, opts metav1.ListOpti
 // CoreDNS then idles under a goal far above what is live, and the burst would fill the heap
 // up to it. Collected now, the goal is twice what is live now. It costs one collection,
 // at start, at a reload, and before a Pod relist after an API server restart.
+//
+// For the same reason, once the API server answers again after an
+// outage, the view runs one collection after the kubernetes plugin's relists (PodsRelistAfter
+// to twice that), with or without Pods. Otherwise the stale goal stands until the runtime's
+// own collection every two minutes, and any garbage meanwhile, CoreDNS's own included,
+// raises the peak.
 func FreshHeapGoal() { goruntime.GC() }

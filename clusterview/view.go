@@ -36,6 +36,8 @@ type View struct {
 
 	cfg        Config
 	probeEvery time.Duration
+	relistHold time.Duration // how long the kubernetes plugin's relists are given; 0 without it
+	collect    func()        // FreshHeapGoal, but for tests
 }
 
 // services is where Services, endpoints and Namespaces come from: the kubernetes plugin's
@@ -56,7 +58,7 @@ type services interface {
 
 // New returns a view that reads nothing until Start.
 func New(cfg Config) *View {
-	v := &View{cfg: cfg, probeEvery: ProbeEvery}
+	v := &View{cfg: cfg, probeEvery: ProbeEvery, relistHold: PodsRelistAfter, collect: FreshHeapGoal}
 	if cfg.Clients {
 		v.pods = newPodStore(cfg.UIDs)
 	}
