@@ -151,7 +151,10 @@ func TestCollectAfterOutage(t *testing.T) {
 			}
 			failing.Store(false)
 			<-changed
-			time.Sleep(200 * time.Millisecond) // past twice the hold, and many good probes
+			for deadline := time.Now().Add(5 * time.Second); collections.Load() < tc.want && time.Now().Before(deadline); {
+				time.Sleep(10 * time.Millisecond)
+			}
+			time.Sleep(200 * time.Millisecond) // past twice the hold again, and many good probes
 			if n := collections.Load(); n != tc.want {
 				t.Errorf("%d collections after the API server is back; want %d", n, tc.want)
 			}
