@@ -41,6 +41,7 @@ var (
 	timeout      = flag.Duration("timeout", 10*time.Minute, "bound on each wait: a sync, a relist")
 	saveEtcd     = flag.String("save-etcd", "", "after the run, keep etcd's data (the cluster as created) in this directory, for -reuse-etcd")
 	reuseEtcd    = flag.String("reuse-etcd", "", "start etcd from a copy of the data -save-etcd kept for the same size, and create nothing")
+	steady       = flag.Bool("steady", true, "before the restart, wait for CoreDNS's first collection after its sync settled (up to 2 minutes), so every configuration meets the relist under the heap goal of steady state")
 	watchFor     = flag.Duration("watch", 150*time.Second, "watch each configuration's peak this long after the API server is back, at least: past nsguard's held Pod relist and the Go runtime's collection every 2 minutes")
 	rounds       = flag.Int("rounds", 3, "rounds of every configuration, interleaved, each round in a rotated order: one run's peak moves by tens of MiB")
 )
@@ -167,7 +168,7 @@ func run() error {
 	}
 
 	env := scale.Env{CP: cp, Client: cs, CoreDNS: bin, Dir: out, IP: *ip, AuditLog: auditLog,
-		Churn: *churn, Workers: *workers, Timeout: *timeout, Watch: *watchFor, Logf: logf}
+		Churn: *churn, Workers: *workers, Timeout: *timeout, Watch: *watchFor, Steady: *steady, Logf: logf}
 	if *rounds < 1 {
 		return fmt.Errorf("-rounds %d: want 1 or more", *rounds)
 	}
