@@ -80,7 +80,8 @@ bench: deps
 
 # CoreDNS's peak memory with and without nsguard, through the sync and a relist, on a real API
 # server holding 5,000 namespaces, 20,000 Services and 50,000 realistic Pods (test/e2e/benchscale);
-# about 50 minutes with 3 rounds, as root. BENCH_SCALE_FLAGS: e.g. -namespaces 500, -pods-verified.
+# about 90 minutes with 3 rounds and a cluster to create, as root. BENCH_SCALE_FLAGS: e.g.
+# -namespaces 500, -pods-verified, -reuse-etcd DIR.
 bench-scale: deps
 	@mkdir -p $(BIN)
 	$(GO) run ./test/e2e/benchscale $(BENCH_SCALE_FLAGS)
