@@ -298,9 +298,8 @@ func (v *View) holdRelist(ctx context.Context, isList bool, opts metav1.ListOpti
 // up to it. Collected now, the goal is twice what is live now. It costs one collection,
 // at start, at a reload, and before a Pod relist after an API server restart.
 //
-// For the same reason, once the API server answers again after an
-// outage, the view runs one collection after the kubernetes plugin's relists (PodsRelistAfter
-// to twice that), with or without Pods. Otherwise the stale goal stands until the runtime's
-// own collection every two minutes, and any garbage meanwhile, CoreDNS's own included,
-// raises the peak.
+// For the same reason, once the API server answers again after an outage, the view runs
+// one collection after the kubernetes plugin's relists (PodsRelistAfter to twice that), with
+// or without Pods. Otherwise the stale goal stands until the runtime's own collection every
+// two minutes, and any garbage meanwhile, CoreDNS's own included, raises the peak.
 func FreshHeapGoal() { goruntime.GC() }
