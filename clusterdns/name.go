@@ -197,13 +197,20 @@ func isLabelEnd(s string, i int) bool {
 }
 
 // EqualFold is strings.EqualFold for DNS names: ASCII letters only, so it never decodes UTF-8.
+// It inlines: the common cases cost no frame of their own, which a query's stack, when it
+// grows there, would have to copy.
 func EqualFold(a, b string) bool {
 	if len(a) != len(b) {
 		return false
 	}
-	if a == b {
-		return true // the common case, compared a word at a time
-	}
+	return a == b || equalFoldASCII(a, b) // equal as given, compared a word at a time
+}
+
+// equalFoldASCII compares a and b, of one length, byte by byte. Kept out of line, so that
+// EqualFold stays small enough to inline.
+//
+//go:noinline
+func equalFoldASCII(a, b string) bool {
 	for i := 0; i < len(a); i++ {
 		x, y := a[i], b[i]
 		if x != y && lowerASCII(x) != lowerASCII(y) {
