@@ -127,7 +127,7 @@ func benchView(b *testing.B) clusterView {
 }
 
 // TestPassThroughDoesNotAllocate holds the zero-allocation promise of the pass-through path:
-// nsguard adds nothing to what calling the next plugin costs.
+// nsguard calls the next plugin itself, where plugin.NextOrFailure allocates a writer.
 func TestPassThroughDoesNotAllocate(t *testing.T) {
 	ctx := context.Background()
 	w := &test.ResponseWriter{}
@@ -136,10 +136,8 @@ func TestPassThroughDoesNotAllocate(t *testing.T) {
 		next := writeOnce{reply(r, dns.RcodeSuccess)}
 		g := New(testConfig([]string{"cluster.local."}, ModeRefuse, dns.RcodeNameError))
 		g.Next = next
-		alone := testing.AllocsPerRun(100, func() { plugin.NextOrFailure("previous", next, ctx, w, r) })
-		with := testing.AllocsPerRun(100, func() { g.ServeDNS(ctx, w, r) })
-		if with != alone {
-			t.Errorf("%s: %v allocs with nsguard, %v with the next handler alone", qname, with, alone)
+		if allocs := testing.AllocsPerRun(100, func() { g.ServeDNS(ctx, w, r) }); allocs != 0 {
+			t.Errorf("%s: %v allocs with nsguard, want none", qname, allocs)
 		}
 	}
 }

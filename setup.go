@@ -80,21 +80,7 @@ func setup(c *caddy.Controller) error {
 			"add 'kubeconfig PATH' or 'endpoint URL'", need))
 	}
 	conf := dnsserver.GetConfig(c)
-	c.OnStartup(func() error {
-		if g.zones == nil {
-			zones, err := clusterZones(conf.Handler("kubernetes"), c.ServerBlockKeys)
-			if err != nil {
-				return plugin.Error(pluginName, err)
-			}
-			g.setZones(zones)
-		}
-		view := "no cluster view: core checks only"
-		if client != nil {
-			view = "with a cluster view"
-		}
-		log.Infof("guarding %s in mode %s, %s", strings.Join(g.zones, " "), cfg.mode, view)
-		return nil
-	})
+	c.OnStartup(func() error { return g.start(conf, c.ServerBlockKeys, client != nil) })
 	if client != nil {
 		onStart, onShut := g.initView(conf, cfg, client)
 		c.OnStartup(onStart)
@@ -104,6 +90,25 @@ func setup(c *caddy.Controller) error {
 		g.Next = next
 		return g
 	})
+	return nil
+}
+
+// start completes g once the server block's plugins are made: the zones a bare nsguard
+// guards, and whether a trace plugin may open spans that the next plugin's must be children of.
+func (g *NSGuard) start(conf *dnsserver.Config, keys []string, withView bool) error {
+	if g.zones == nil {
+		zones, err := clusterZones(conf.Handler("kubernetes"), keys)
+		if err != nil {
+			return plugin.Error(pluginName, err)
+		}
+		g.setZones(zones)
+	}
+	g.traced = conf.Handler("trace") != nil
+	view := "no cluster view: core checks only"
+	if withView {
+		view = "with a cluster view"
+	}
+	log.Infof("guarding %s in mode %s, %s", strings.Join(g.zones, " "), g.mode, view)
 	return nil
 }
 
