@@ -60,11 +60,13 @@ fuzz:
 
 # Go benchmarks, 10 runs each; benchstat puts nsguard beside the next handler alone, beside
 # cache alone for the held path through cache (ServeDNSThroughCache), and beside the any
-# plugin on a fresh goroutine per query, as CoreDNS serves them.
+# plugin on a fresh goroutine per query, as CoreDNS serves them; ServerCache asks a real
+# server over UDP, where the stack of each query grows as it does in a cluster.
 bench-go:
 	@mkdir -p $(BIN)
 	$(GO) test -run '^$$' -bench 'ServeDNS|FreshGoroutine' -count 10 . | tee $(BIN)/bench.txt
 	$(GO) test -run '^$$' -bench 'Classify' -count 10 ./clusterdns | tee -a $(BIN)/bench.txt
+	$(GO) test -run '^$$' -bench 'ServerCache' -count 10 ./cmd/coredns | tee -a $(BIN)/bench.txt
 	$(BENCHSTAT) -col /handler $(BIN)/bench.txt
 
 # The incident, step by step, on a real control plane, CoreDNS and resolvers; also a check.
