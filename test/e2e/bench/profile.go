@@ -18,6 +18,7 @@ import (
 // taken under the mix: the fractions of all samples.
 type share struct {
 	total       time.Duration
+	queries     float64 // answered while the profile ran
 	stackGrowth float64 // runtime.newstack: growing and copying query goroutines' stacks
 	gc          float64 // the garbage collector's own work
 	guard       float64 // nsguard's own functions, outside the plugins after it and the client's write
