@@ -301,6 +301,10 @@ func runBatch(ctx context.Context, out, bin string, b batch, servers []*coredns.
 		head = fmt.Sprintf("%s Corefile, mix %s from %d client Pods (one dnsperf each; -c and -q shared among them); %s", stockCorefile, b.name, len(b.loads), head)
 	}
 	fmt.Println(head)
+	idle, err := idleCPU(servers, 10*time.Second)
+	if err != nil {
+		return "", err
+	}
 	var rows []sample
 	for r := range *rounds {
 		for k := range configs {
@@ -333,7 +337,7 @@ func runBatch(ctx context.Context, out, bin string, b batch, servers []*coredns.
 		fmt.Fprintf(os.Stderr, "%s: round %d/%d done\n", b.name, r+1, *rounds)
 	}
 
-	table := head + "\n\n" + summarize(rows, *rounds)
+	table := head + "\n\n" + summarize(rows, *rounds) + idle
 	if *profiled > 0 {
 		shares, err := profileAll(ctx, bin, out, b, servers)
 		if err != nil {
@@ -353,6 +357,29 @@ func runBatch(ctx context.Context, out, bin string, b batch, servers []*coredns.
 		suffix = "-" + b.name
 	}
 	return table, writeCSV(filepath.Join(out, "rounds"+suffix+".csv"), rows)
+}
+
+// idleCPU says how much CPU each server uses while no query comes, over d, after the
+// warm-up: what a server does on its own counts in its CPU per query too.
+func idleCPU(servers []*coredns.Server, d time.Duration) (string, error) {
+	before := make([]time.Duration, len(servers))
+	for i, s := range servers {
+		t, err := s.CPUTime()
+		if err != nil {
+			return "", err
+		}
+		before[i] = t
+	}
+	time.Sleep(d)
+	var parts []string
+	for i, s := range servers {
+		t, err := s.CPUTime()
+		if err != nil {
+			return "", err
+		}
+		parts = append(parts, fmt.Sprintf("%s %.1f ms/s", configs[i].name, float64((t-before[i]).Microseconds())/1000/d.Seconds()))
+	}
+	return fmt.Sprintf("\nCPU while no query comes (%v, after the warm-up): %s.\n", d, strings.Join(parts, ", ")), nil
 }
 
 // pprofAddrs are the pprof listeners of the servers.
