@@ -43,6 +43,7 @@ import (
 	"syscall"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
@@ -703,16 +704,25 @@ func shareTable(shares []share) string {
 	return b.String()
 }
 
-// requests is how many queries s has been asked, from its metrics.
-func requests(s *coredns.Server) (float64, error) {
+// scrape reads s's /metrics page into its metric families.
+func scrape(s *coredns.Server) (map[string]*dto.MetricFamily, error) {
 	page, err := s.Scrape()
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	p := expfmt.NewTextParser(model.UTF8Validation)
 	families, err := p.TextToMetricFamilies(strings.NewReader(page))
 	if err != nil {
-		return 0, fmt.Errorf("/metrics: %w", err)
+		return nil, fmt.Errorf("/metrics: %w", err)
+	}
+	return families, nil
+}
+
+// requests is how many queries s has been asked, from its metrics.
+func requests(s *coredns.Server) (float64, error) {
+	families, err := scrape(s)
+	if err != nil {
+		return 0, err
 	}
 	var n float64
 	for _, m := range families["coredns_dns_requests_total"].GetMetric() {
@@ -767,14 +777,9 @@ func report(servers []*coredns.Server) error {
 		if configs[i].nsguard == "" && configs[i].stock == "" || configs[i].stock == "any" {
 			continue
 		}
-		page, err := s.Scrape()
+		families, err := scrape(s)
 		if err != nil {
-			return err
-		}
-		p := expfmt.NewTextParser(model.UTF8Validation)
-		families, err := p.TextToMetricFamilies(strings.NewReader(page))
-		if err != nil {
-			return fmt.Errorf("%s: /metrics: %w", configs[i].name, err)
+			return fmt.Errorf("%s: %w", configs[i].name, err)
 		}
 		for _, name := range slices.Sorted(maps.Keys(families)) {
 			if !strings.HasPrefix(name, "coredns_nsguard_") {
