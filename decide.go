@@ -32,12 +32,12 @@ type decision struct {
 	action string // actionLogged, actionRefused or actionAllowed
 }
 
-// answer decides what the client gets for res, the next plugin's answer to r, and gives it.
-// The decision is handed on by pointer: a copy of it in each call's arguments would grow
-// answer's frame, under every write of a held answer.
-func (g *NSGuard) answer(ctx context.Context, w dns.ResponseWriter, r, res *dns.Msg, rcode int, err error) (int, error) {
-	var d decision
-	if !g.decide(ctx, w, r, res, err, &d) {
+// answer decides what the client gets for res, the next plugin's answer to r (whose name
+// reads as n), and gives it. The decision is handed on by pointer: a copy of it in each
+// call's arguments would grow answer's frame, under every write of a held answer.
+func (g *NSGuard) answer(ctx context.Context, w dns.ResponseWriter, r *dns.Msg, n *clusterdns.Name, res *dns.Msg, rcode int, err error) (int, error) {
+	d := decision{name: *n}
+	if !g.decide(ctx, w, res, err, &d) {
 		w.WriteMsg(res)
 		return rcode, err
 	}
@@ -68,15 +68,15 @@ func (g *NSGuard) offer(sc *serverCounters, r *dns.Msg, d *decision) {
 	g.events.offer(sc.server, r, *d)
 }
 
-// decide reads who asked and what came back into d, a zero decision, and reports whether the
-// answer is held.
+// decide reads who asked and what came back into d, a decision with only its name, and
+// reports whether the answer is held.
 // It is only when it is NOERROR: errors pass untouched, a truncated answer comes back over
 // TCP, and an endpoint name that gave no records shadows nothing.
-func (g *NSGuard) decide(ctx context.Context, w dns.ResponseWriter, r, res *dns.Msg, err error, d *decision) bool {
+func (g *NSGuard) decide(ctx context.Context, w dns.ResponseWriter, res *dns.Msg, err error, d *decision) bool {
 	if err != nil || res.Rcode != dns.RcodeSuccess || res.Truncated {
 		return false
 	}
-	d.name, d.answer, d.action = clusterdns.Classify(r.Question[0].Name, g.zones), answerNoData, actionLogged
+	d.answer, d.action = answerNoData, actionLogged
 	if len(res.Answer) > 0 {
 		d.answer = answerRecords
 	}
@@ -84,7 +84,8 @@ func (g *NSGuard) decide(ctx context.Context, w dns.ResponseWriter, r, res *dns.
 	switch d.name.Shape {
 	case clusterdns.NamespaceApex:
 	case clusterdns.EndpointName:
-		if len(res.Answer) == 0 {
+		// Held only with a synced view (holds).
+		if len(res.Answer) == 0 || !g.view.Shadowed(d.name) {
 			return false
 		}
 		d.kind, mode = shadowKind, g.shadows

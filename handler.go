@@ -85,11 +85,11 @@ func (g *NSGuard) Name() string { return pluginName }
 // Ready implements ready.Readiness: ready once the cluster view, if any, has synced.
 func (g *NSGuard) Ready() bool { return g.view == nil || g.view.Synced() }
 
-// ServeDNS implements plugin.Handler. Only namespace apex questions and endpoint names that
-// shadow a Service are held; everything else goes straight on, with no writer of ours and no
+// ServeDNS implements plugin.Handler. Only namespace apex questions and, with a view,
+// endpoint names are held; everything else goes straight on, with no writer of ours and no
 // allocation. It keeps its stack frame small: every plugin after it runs on top of it.
 func (g *NSGuard) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
-	if len(r.Question) == 1 && g.mayHold(r.Question[0].Name) && g.holds(ctx, r) {
+	if len(r.Question) == 1 && g.mayHold(r.Question[0].Name) {
 		return g.hold(ctx, w, r)
 	}
 	if g.Next != nil && g.direct(ctx, w) {
@@ -119,45 +119,51 @@ func (g *NSGuard) mayHold(qname string) bool {
 	return g.apexDots>>dots&1 != 0 || g.view != nil && g.endpointDots>>dots&1 != 0
 }
 
-// holds reports whether r asks for a name nsguard must see the answer to: a namespace
-// apex, or with a view an endpoint name that shadows a Service. The decision reads the name
-// again: handing it over would cost every query 72 bytes of ServeDNS's frame.
-//
-//go:noinline
-func (g *NSGuard) holds(ctx context.Context, r *dns.Msg) bool {
+// holds reports whether r asks for a name nsguard must see the answer to, and reads it: a
+// namespace apex, or with a synced view an endpoint name, which may shadow a Service.
+func (g *NSGuard) holds(ctx context.Context, r *dns.Msg) (clusterdns.Name, bool) {
 	if r.Opcode != dns.OpcodeQuery {
-		return false
+		return clusterdns.Name{}, false
 	}
 	q := r.Question[0]
 	if q.Qclass != dns.ClassINET || q.Qtype == dns.TypeAXFR || q.Qtype == dns.TypeIXFR {
-		return false
+		return clusterdns.Name{}, false
 	}
 	zone := clusterdns.MatchZone(q.Name, g.zones)
-	// Most endpoint-shaped names are search candidates (api.github.com.svc.<zone>): cut by
-	// position and looked up, they cost no full read of the name.
+	// Most endpoint-shaped names are search candidates (api.github.com.svc.<zone>) that get
+	// NXDOMAIN, and an answer without records shadows nothing: the view is asked only once
+	// records came back (decide), so these cost no lookup in the shared caches.
 	if n, ok := clusterdns.EndpointIn(q.Name, zone); ok {
-		return g.view != nil && g.viewSynced(ctx) && g.view.Shadowed(n)
+		return n, g.view != nil && g.viewSynced(ctx)
 	}
-	return clusterdns.ClassifyIn(q.Name, zone).Shape == clusterdns.NamespaceApex
+	n := clusterdns.ClassifyIn(q.Name, zone)
+	return n, n.Shape == clusterdns.NamespaceApex
 }
 
-// hold runs the next plugin with a capturing writer, then decides what the client gets.
-// Its own frame stays small: the plugins after it run on top of it.
+// hold reads the name that passed the quick look. If nsguard holds it, it runs the next
+// plugin with a capturing writer, then decides what the client gets. The name is read once,
+// here: the plugins after nsguard run on top of this frame only for the names it may hold.
+//
+//go:noinline
 func (g *NSGuard) hold(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
+	n, ok := g.holds(ctx, r)
+	if !ok {
+		return g.next(ctx, w, r)
+	}
 	nw := nonwriter.New(w)
 	rcode, err := g.next(ctx, nw, r)
 	if nw.Msg == nil {
 		return rcode, err // nothing was written; the server answers the rcodes that need it
 	}
-	return g.answer(ctx, w, r, nw.Msg, rcode, err)
+	return g.answer(ctx, w, r, &n, nw.Msg, rcode, err)
 }
 
-// next runs the next plugin into nw, which captures its answer and is no metrics recorder.
-// Unless there is a trace span to open a child of, nsguard calls the next plugin itself: one
-// allocation and 216 bytes of stack less under each held answer.
-func (g *NSGuard) next(ctx context.Context, nw dns.ResponseWriter, r *dns.Msg) (int, error) {
-	if g.Next != nil && g.direct(ctx, nw) {
-		return g.Next.ServeDNS(ctx, nw, r)
+// next runs the next plugin into w. Unless w is a metrics recorder or there is a trace span
+// to open a child of, nsguard calls the next plugin itself: one allocation and 216 bytes of
+// stack less under each answer.
+func (g *NSGuard) next(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
+	if g.Next != nil && g.direct(ctx, w) {
+		return g.Next.ServeDNS(ctx, w, r)
 	}
-	return plugin.NextOrFailure(g.Name(), g.Next, ctx, nw, r)
+	return plugin.NextOrFailure(g.Name(), g.Next, ctx, w, r)
 }
