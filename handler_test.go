@@ -325,7 +325,7 @@ func TestReportBounded(t *testing.T) {
 	cfg.logLimit = 3
 	g := New(cfg)
 	now := time.Unix(1_700_000_000, 0)
-	g.limiter.now = func() time.Time { return now }
+	g.limiter.clock = clockAt(&now)
 	g.Next = upstreams["kubernetes"]()
 	ask := func(client, ns string) {
 		w := &test.ResponseWriter{RemoteIP: client}

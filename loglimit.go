@@ -17,13 +17,15 @@ const maxRemembered = 10000
 type logLimiter struct {
 	interval time.Duration
 	limit    int
-	now      func() time.Time
+	// clock is the monotonic time since the limiter was made: one read of the clock, where
+	// time.Now makes two, on every held answer. Times are kept as durations, so that logged
+	// holds no pointer.
+	clock func() time.Duration
 
 	seed       maphash.Seed
-	epoch      time.Time // times are kept as nanoseconds since, so that logged holds no pointer
 	mu         sync.Mutex
 	logged     map[uint64]seen // hash of the key → when it was last logged
-	second     int64           // the Unix second lines are being counted in
+	second     int64           // the second of the clock lines are being counted in
 	lines      int             // lines logged in that second
 	suppressed uint64          // lines held back for no remembered key since the last line logged
 }
@@ -31,7 +33,7 @@ type logLimiter struct {
 // seen is a key's last line, and the repeats held back since. It holds no pointer: the
 // garbage collector need not scan the limiter's memory, up to maxRemembered keys.
 type seen struct {
-	at      time.Duration // since the limiter's epoch
+	at      time.Duration // on the limiter's clock
 	repeats uint64
 }
 
@@ -43,7 +45,9 @@ type heldBack struct {
 }
 
 func newLogLimiter(interval time.Duration, limit int) *logLimiter {
-	return &logLimiter{interval: interval, limit: limit, now: time.Now, seed: maphash.MakeSeed(), epoch: time.Now(), logged: map[uint64]seen{}}
+	start := time.Now()
+	return &logLimiter{interval: interval, limit: limit, clock: func() time.Duration { return time.Since(start) },
+		seed: maphash.MakeSeed(), logged: map[uint64]seen{}}
 }
 
 // allow reports whether a line for key may be logged now, with what was held back before
@@ -52,12 +56,11 @@ func newLogLimiter(interval time.Duration, limit int) *logLimiter {
 // keys that collide among at most maxRemembered would only share one line's repeat count.
 func (l *logLimiter) allow(key []byte) (ok bool, held heldBack, reason string) {
 	h := maphash.Bytes(l.seed, key)
-	t := l.now()
-	now := t.Sub(l.epoch)
+	now := l.clock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 
-	if s := t.Unix(); s != l.second {
+	if s := int64(now / time.Second); s != l.second {
 		l.second, l.lines = s, 0
 		l.forget(now)
 	}

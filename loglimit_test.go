@@ -13,7 +13,7 @@ import (
 func TestLogLimiterMemoryBound(t *testing.T) {
 	l := newLogLimiter(time.Hour, 1_000_000)
 	now := time.Unix(1_700_000_000, 0)
-	l.now = func() time.Time { return now }
+	l.clock = clockAt(&now)
 	before := liveHeap()
 	key := make([]byte, 0, 275) // as long as a key gets: an IPv6 address and a 255-octet name
 	for i := range 1_000_000 {
@@ -39,7 +39,7 @@ func TestLogLimiterMemoryBound(t *testing.T) {
 func TestLogLimiterCounts(t *testing.T) {
 	l := newLogLimiter(time.Minute, 2)
 	now := time.Unix(1_700_000_000, 0)
-	l.now = func() time.Time { return now }
+	l.clock = clockAt(&now)
 	allow := func(key string) (bool, heldBack) {
 		ok, held, _ := l.allow([]byte(key))
 		return ok, held
@@ -99,7 +99,7 @@ func TestLogLimiterForgetsNoCount(t *testing.T) {
 		t.Run(tc.interval.String(), func(t *testing.T) {
 			l := newLogLimiter(tc.interval, 10)
 			now := time.Unix(1_700_000_000, 0)
-			l.now = func() time.Time { return now }
+			l.clock = clockAt(&now)
 			var answers, counted uint64
 			allow := func(key []byte) (bool, heldBack) {
 				answers++
@@ -129,4 +129,10 @@ func TestLogLimiterForgetsNoCount(t *testing.T) {
 			}
 		})
 	}
+}
+
+// clockAt is a limiter clock that reads *now, started at its value when made.
+func clockAt(now *time.Time) func() time.Duration {
+	start := *now
+	return func() time.Duration { return now.Sub(start) }
 }
