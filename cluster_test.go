@@ -11,6 +11,7 @@ import (
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/nsguard/nsguard/clusterdns"
 	"github.com/nsguard/nsguard/internal/fixture"
 )
 
@@ -172,5 +173,52 @@ func TestShadowCheckDoesNotAllocate(t *testing.T) {
 		if with-alone > 1 {
 			t.Errorf("%s: %v allocs with nsguard, %v with the next handler alone", dns.RcodeToString[res.Rcode], with, alone)
 		}
+	}
+}
+
+// countingView counts the view's shadow lookups.
+type countingView struct {
+	*forcedView
+	lookups int
+}
+
+func (v *countingView) Shadowed(n clusterdns.Name) bool {
+	v.lookups++
+	return v.forcedView.Shadowed(n)
+}
+
+// TestShadowLookedUpOnlyWhenAnswered: an endpoint name is looked up in the view only once the
+// next plugin answered it with records; the search candidates, answered NXDOMAIN or NODATA,
+// shadow nothing and take no lookup in the kubernetes plugin's caches.
+func TestShadowLookedUpOnlyWhenAnswered(t *testing.T) {
+	fv, _ := startView(t, true, fixture.Incident()...)
+	const qname = "api.github.com.svc.cluster.local."
+	r := query(qname, dns.TypeA, noEDNS)
+	answered := reply(r, dns.RcodeSuccess)
+	answered.Answer = []dns.RR{test.A(qname + " 5 IN A 10.0.0.7")}
+	tests := []struct {
+		name    string
+		res     *dns.Msg
+		lookups int
+	}{
+		{"NXDOMAIN", reply(r, dns.RcodeNameError), 0},
+		{"NODATA", reply(r, dns.RcodeSuccess), 0},
+		{"SERVFAIL", reply(r, dns.RcodeServerFailure), 0},
+		{"records", answered, 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			v := &countingView{forcedView: fv}
+			g := New(testConfig([]string{"cluster.local."}, ModeLog, dns.RcodeNameError))
+			g.view, g.Next = v, writeOnce{tc.res}
+			w := dnstest.NewRecorder(newWriter())
+			g.ServeDNS(context.Background(), w, r)
+			if v.lookups != tc.lookups {
+				t.Errorf("%d shadow lookups, want %d", v.lookups, tc.lookups)
+			}
+			if w.Msg != tc.res {
+				t.Errorf("client got %v, want the answer untouched", w.Msg)
+			}
+		})
 	}
 }
