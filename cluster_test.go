@@ -154,10 +154,10 @@ func TestReady(t *testing.T) {
 	}
 }
 
-// TestShadowCheckDoesNotAllocate: with a view, an endpoint name that shadows nothing costs
+// TestEndpointNameAllocations: with a view, an endpoint name that shadows nothing costs
 // one allocation, the writer that captures its answer, whether it answered (and the view was
 // asked) or not.
-func TestShadowCheckDoesNotAllocate(t *testing.T) {
+func TestEndpointNameAllocations(t *testing.T) {
 	v, _ := startView(t, true, fixture.Incident()...)
 	g := New(testConfig([]string{"cluster.local."}, ModeRefuse, dns.RcodeNameError))
 	g.view = v

@@ -120,7 +120,10 @@ func (g *NSGuard) mayHold(qname string) bool {
 }
 
 // holds reports whether r asks for a name nsguard must see the answer to, and reads it: a
-// namespace apex, or with a synced view an endpoint name, which may shadow a Service.
+// namespace apex, or with a synced view an endpoint name, which may shadow a Service. Its
+// frame must not join hold's, which lies under the next plugin.
+//
+//go:noinline
 func (g *NSGuard) holds(ctx context.Context, r *dns.Msg) (clusterdns.Name, bool) {
 	if r.Opcode != dns.OpcodeQuery {
 		return clusterdns.Name{}, false
