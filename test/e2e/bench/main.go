@@ -58,6 +58,7 @@ type config struct {
 	after       []string
 	stock       string // the stock workload: the lines added to the stock Corefile
 	refusesApex bool
+	against     bool // built from -against's revision
 }
 
 // configs are the configurations of the workload that runs: chainConfigs or stockConfigs.
@@ -103,7 +104,9 @@ var (
 	// A rare loopback drop holds dnsperf busy-waiting at the end for up to -t.
 	timeout = flag.Int("timeout", 1, "dnsperf -t, seconds")
 	// Batches of the same code, pooled: nothing is started.
-	pool = flag.String("pool", "", "comma-separated rounds.csv files of earlier side-by-side runs (of -workload's configurations): print their pooled ratios to any, and stop")
+	// Two builds side by side in one run; its rounds.csv pools only with runs of the same -against.
+	against = flag.String("against", "", "a git revision: also run each nsguard configuration as built from it, on addresses of its own")
+	pool    = flag.String("pool", "", "comma-separated rounds.csv files of earlier side-by-side runs (of -workload's configurations): print their pooled ratios to any, and stop")
 )
 
 func main() {
@@ -155,6 +158,11 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	if *against != "" {
+		if configs, err = withAgainst(configs, *against); err != nil {
+			return err
+		}
+	}
 	for _, c := range configs {
 		if err := coredns.CheckPortFree(c.ip); err != nil {
 			return err
@@ -182,6 +190,19 @@ func run() error {
 	bin, err := coredns.Build(ctx, root, out)
 	if err != nil {
 		return err
+	}
+	binOf := func(c config) string { return bin }
+	if *against != "" {
+		other, err := buildAt(ctx, root, out, *against)
+		if err != nil {
+			return err
+		}
+		binOf = func(c config) string {
+			if c.against {
+				return other
+			}
+			return bin
+		}
 	}
 	cp, err := cluster.Start(ctx, binDir, filepath.Join(out, "cluster"))
 	if err != nil {
@@ -213,13 +234,13 @@ func run() error {
 		}
 		defer up.Stop()
 		for i, c := range configs {
-			if servers[i], err = startStock(ctx, root, bin, out, env, c); err != nil {
+			if servers[i], err = startStock(ctx, root, binOf(c), out, env, c); err != nil {
 				return fmt.Errorf("%s: %w", c.name, err)
 			}
 		}
 	} else {
 		for i, c := range configs {
-			if servers[i], err = startServer(ctx, bin, out, zones, cp.Kubeconfig, c); err != nil {
+			if servers[i], err = startServer(ctx, binOf(c), out, zones, cp.Kubeconfig, c); err != nil {
 				return fmt.Errorf("%s: %w", c.name, err)
 			}
 		}
