@@ -23,7 +23,7 @@ func withAgainst(cs []config, rev string) ([]config, error) {
 	}
 	out := slices.Clone(cs)
 	for _, c := range cs {
-		if c.nsguard == "" && (c.stock == "" || c.stock == "any") {
+		if !c.runsNSGuard() {
 			continue
 		}
 		a := base.As4()

@@ -61,6 +61,9 @@ type config struct {
 	against     bool // built from -against's revision
 }
 
+// runsNSGuard reports whether c has an nsguard block.
+func (c config) runsNSGuard() bool { return c.nsguard != "" || c.stock != "" && c.stock != "any" }
+
 // configs are the configurations of the workload that runs: chainConfigs or stockConfigs.
 // Both start with the one ratios are taken to besides any (kubernetes alone, the stock
 // Corefile alone), then the any floor.
@@ -384,22 +387,18 @@ func runBatch(ctx context.Context, out, bin string, b batch, servers []*coredns.
 // idleCPU says how much CPU each server uses while no query comes, over d, after the
 // warm-up: what a server does on its own counts in its CPU per query too.
 func idleCPU(servers []*coredns.Server, d time.Duration) (string, error) {
-	before := make([]time.Duration, len(servers))
-	for i, s := range servers {
-		t, err := s.CPUTime()
-		if err != nil {
-			return "", err
-		}
-		before[i] = t
+	before, err := cpuTimes(servers)
+	if err != nil {
+		return "", err
 	}
 	time.Sleep(d)
+	after, err := cpuTimes(servers)
+	if err != nil {
+		return "", err
+	}
 	var parts []string
-	for i, s := range servers {
-		t, err := s.CPUTime()
-		if err != nil {
-			return "", err
-		}
-		parts = append(parts, fmt.Sprintf("%s %.1f ms/s", configs[i].name, float64((t-before[i]).Microseconds())/1000/d.Seconds()))
+	for i := range servers {
+		parts = append(parts, fmt.Sprintf("%s %.1f ms/s", configs[i].name, float64((after[i]-before[i]).Microseconds())/1000/d.Seconds()))
 	}
 	return fmt.Sprintf("\nCPU while no query comes (%v, after the warm-up): %s.\n", d, strings.Join(parts, ", ")), nil
 }
@@ -480,12 +479,9 @@ func (s sample) cpuPerQuery() float64 {
 // measure runs one dnsperf per server, all at once, and reads each server's CPU time
 // around them.
 func measure(ctx context.Context, loads []load, servers []*coredns.Server, ips ...string) ([]sample, error) {
-	before := make([]time.Duration, len(servers))
-	for i, s := range servers {
-		var err error
-		if before[i], err = s.CPUTime(); err != nil {
-			return nil, err
-		}
+	before, err := cpuTimes(servers)
+	if err != nil {
+		return nil, err
 	}
 	stolen, total, err := stealTicks()
 	if err != nil {
@@ -512,17 +508,29 @@ func measure(ctx context.Context, loads []load, servers []*coredns.Server, ips .
 	if err != nil {
 		return nil, err
 	}
-	for i, s := range servers {
-		after, err := s.CPUTime()
-		if err != nil {
-			return nil, err
-		}
-		res[i].cpu = after - before[i]
+	after, err := cpuTimes(servers)
+	if err != nil {
+		return nil, err
+	}
+	for i := range servers {
+		res[i].cpu = after[i] - before[i]
 		if total2 > total {
 			res[i].steal = float64(stolen2-stolen) / float64(total2-total)
 		}
 	}
 	return res, nil
+}
+
+// cpuTimes reads each server's CPU time.
+func cpuTimes(servers []*coredns.Server) ([]time.Duration, error) {
+	ts := make([]time.Duration, len(servers))
+	for i, s := range servers {
+		var err error
+		if ts[i], err = s.CPUTime(); err != nil {
+			return nil, err
+		}
+	}
+	return ts, nil
 }
 
 // stealTicks reads the machine's steal time and all its CPU time from /proc/stat. On a
@@ -795,7 +803,7 @@ func writeCSV(path string, rows []sample) error {
 // report shows that nsguard saw the apexes and that its log stayed quiet, and keeps the logs.
 func report(servers []*coredns.Server) error {
 	for i, s := range servers {
-		if configs[i].nsguard == "" && configs[i].stock == "" || configs[i].stock == "any" {
+		if !configs[i].runsNSGuard() {
 			continue
 		}
 		families, err := scrape(s)
