@@ -100,6 +100,11 @@ var (
 	clients  = flag.Int("clients", 8, "dnsperf -c, shared among the client Pods")
 	threads  = flag.Int("threads", 1, "dnsperf -T")
 	inflight = flag.Int("outstanding", 200, "dnsperf -q, shared among the client Pods")
+	// Without a rate the load is a closed loop: a server that answers more slowly is sent
+	// fewer queries and spreads its wake-ups over fewer of them, which moves its CPU per query
+	// by more than its own work does. At a fixed rate both servers of a pair answer the same
+	// load, as in a cluster, where CoreDNS is rarely saturated.
+	rate = flag.Int("qps", 0, "dnsperf -Q: queries a second sent to each server, shared among the client Pods; 0 for as many as it answers")
 	profiled = flag.Int("profile", 20, "seconds of CPU profile per configuration, under dnsperf; 0 for none")
 	// Side by side, each configuration runs at the same time as the any floor, so both see
 	// the same neighbours and the same steal; one after the other, a round spans 20 seconds.
@@ -322,6 +327,9 @@ func runBatch(ctx context.Context, out, bin string, b batch, servers []*coredns.
 		how = "each beside any"
 	}
 	head := fmt.Sprintf("dnsperf -l %d -c %d -T %d -q %d -t %d, %d rounds, %s", *seconds, *clients, *threads, *inflight, *timeout, *rounds, how)
+	if *rate > 0 {
+		head = fmt.Sprintf("%s; each server sent %d queries a second (dnsperf -Q)", head, *rate)
+	}
 	if stock {
 		head = fmt.Sprintf("%s Corefile, mix %s from %d client Pods (one dnsperf each; -c and -q shared among them); %s", stockCorefile, b.name, len(b.loads), head)
 	}
@@ -576,7 +584,7 @@ func dnsperf(ctx context.Context, loads []load, ip string, secs int) (sample, er
 	for i, l := range loads {
 		go func() {
 			var err error
-			runs[i], err = dnsperfOne(ctx, l, ip, secs, max(1, *clients/len(loads)), max(1, *inflight/len(loads)))
+			runs[i], err = dnsperfOne(ctx, l, ip, secs, max(1, *clients/len(loads)), max(1, *inflight/len(loads)), perPod(*rate, len(loads)))
 			errs <- err
 		}()
 	}
@@ -594,9 +602,21 @@ func dnsperf(ctx context.Context, loads []load, ip string, secs int) (sample, er
 	return s, err
 }
 
-func dnsperfOne(ctx context.Context, l load, ip string, secs, clients, inflight int) (sample, error) {
+// perPod is each client Pod's share of qps queries a second; 0 stays 0, for no limit.
+func perPod(qps, pods int) int {
+	if qps <= 0 {
+		return 0
+	}
+	return max(1, qps/pods)
+}
+
+// dnsperfOne runs one dnsperf; qps 0 sends as fast as the server answers.
+func dnsperfOne(ctx context.Context, l load, ip string, secs, clients, inflight, qps int) (sample, error) {
 	args := []string{"-s", ip, "-d", l.mix, "-l", strconv.Itoa(secs),
 		"-c", strconv.Itoa(clients), "-T", strconv.Itoa(*threads), "-q", strconv.Itoa(inflight), "-t", strconv.Itoa(*timeout)}
+	if qps > 0 {
+		args = append(args, "-Q", strconv.Itoa(qps))
+	}
 	if l.source != "" {
 		args = append(args, "-a", l.source)
 	}
