@@ -19,12 +19,15 @@ import (
 const stockCorefile = "kubeadm-pre-v1.32"
 
 // stockConfigs are the stock Corefile as shipped, with any added, and with nsguard added
-// in each mode; a bare nsguard in a pod has its cluster view.
+// in each mode; a bare nsguard in a pod has its cluster view. The control is the floor's
+// Corefile again, run as every other configuration is (warmed, then beside the floor): its
+// ratio to the floor is what the method alone reads, where the true figure is 1.
 var stockConfigs = []config{
 	{name: "stock Corefile alone", ip: "127.53.11.1"},
 	{name: "any (the floor)", ip: "127.53.11.2", stock: "any"},
 	{name: "nsguard, mode log", ip: "127.53.11.3", stock: "nsguard"},
 	{name: "nsguard, mode refuse", ip: "127.53.11.4", stock: "nsguard {\n    mode refuse\n}", refusesApex: true},
+	{name: "any again (the control)", ip: "127.53.11.5", stock: "any"},
 }
 
 // stockUpstreamIP is the upstream stand-in that "forward . /etc/resolv.conf" reaches.
