@@ -104,7 +104,7 @@ var (
 	// fewer queries and spreads its wake-ups over fewer of them, which moves its CPU per query
 	// by more than its own work does. At a fixed rate both servers of a pair answer the same
 	// load, as in a cluster, where CoreDNS is rarely saturated.
-	rate = flag.Int("qps", 0, "dnsperf -Q: queries a second sent to each server, shared among the client Pods; 0 for as many as it answers")
+	rate     = flag.Int("qps", 0, "dnsperf -Q: queries a second sent to each server, shared among the client Pods; 0 for as many as it answers")
 	profiled = flag.Int("profile", 20, "seconds of CPU profile per configuration, under dnsperf; 0 for none")
 	// Side by side, each configuration runs at the same time as the any floor, so both see
 	// the same neighbours and the same steal; one after the other, a round spans 20 seconds.
