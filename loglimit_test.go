@@ -3,8 +3,6 @@ package nsguard
 import (
 	"encoding/binary"
 	"runtime"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -137,41 +135,4 @@ func TestLogLimiterForgetsNoCount(t *testing.T) {
 func clockAt(now *time.Time) func() time.Duration {
 	start := *now
 	return func() time.Duration { return now.Sub(start) }
-}
-
-// Answers from several CPUs at once, most of them new keys once the second's lines are
-// spent (the path without the lock): every answer is counted once, by a line, as its key's
-// repeat or as suppressed, or is still waiting in the limiter for the next line.
-func TestLogLimiterCountsEveryAnswerAtOnce(t *testing.T) {
-	l := newLogLimiter(time.Second, 3)
-	var clock atomic.Int64
-	l.clock = func() time.Duration { return time.Duration(clock.Load()) }
-	const workers, calls = 4, 20000
-	var counted atomic.Uint64
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Go(func() {
-			key := make([]byte, 8)
-			for i := range calls {
-				if w == 0 && i%500 == 0 {
-					clock.Add(int64(100 * time.Millisecond))
-				}
-				binary.BigEndian.PutUint64(key, uint64((i*7+w)%200))
-				if ok, held, _ := l.allow(key); ok {
-					counted.Add(1 + held.repeats + held.suppressed)
-				}
-			}
-		})
-	}
-	wg.Wait()
-	waiting := l.suppressed.Load()
-	for h, s := range l.logged {
-		waiting += s.repeats
-		if !l.known.has(h) {
-			t.Errorf("key %x is remembered but its bit is clear", h)
-		}
-	}
-	if got := counted.Load() + waiting; got != workers*calls {
-		t.Errorf("lines and the limiter count %d answers (%d logged, %d waiting), want %d", got, counted.Load(), waiting, workers*calls)
-	}
 }
