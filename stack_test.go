@@ -81,3 +81,57 @@ func TestStackFrame(t *testing.T) {
 		}
 	}
 }
+
+// roomProbe is a next handler that reports whether a call as deep as deep bytes fits on its
+// goroutine's stack as it is: a stack that must grow is copied, and moves.
+type roomProbe struct{ moved *bool }
+
+func (p roomProbe) Name() string { return "probe" }
+
+//go:noinline
+func (p roomProbe) ServeDNS(_ context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
+	var here byte
+	before := uintptr(unsafe.Pointer(&here))
+	growStack(deepCall / 256)
+	*p.moved = uintptr(unsafe.Pointer(&here)) != before
+	w.WriteMsg(r)
+	return dns.RcodeSuccess, nil
+}
+
+// deepCall is how deep the probe reaches below the next plugin: more than a fresh goroutine
+// has room for, less than the held path reserves.
+const deepCall = 5 << 10
+
+// TestHeldStackReserved: on a fresh goroutine, the held path grows the stack at its top,
+// once, so that the plugins after it find the room they need. The floor, any, shows that
+// the probe alone makes such a goroutine's stack grow.
+func TestHeldStackReserved(t *testing.T) {
+	var moved bool
+	probe := roomProbe{&moved}
+	g := New(testConfig([]string{"cluster.local."}, ModeRefuse, dns.RcodeNameError))
+	g.Next = probe
+	g.view = emptyView(true)
+	tests := []struct {
+		name      string
+		h         plugin.Handler
+		qname     string
+		wantMoved bool
+	}{
+		{"any", any.Any{Next: probe}, "my-app.svc.cluster.local.", true},
+		{"nsguard, namespace apex", g, "my-app.svc.cluster.local.", false},
+		{"nsguard, endpoint-shaped candidate", g, "api.github.com.svc.cluster.local.", false},
+		{"nsguard, Service name (not held)", g, "my-app.new-namespace-2.svc.cluster.local.", true},
+	}
+	for _, tc := range tests {
+		r := query(tc.qname, dns.TypeA, noEDNS)
+		done := make(chan struct{})
+		go func() { // a fresh goroutine, as the server gives each query
+			defer close(done)
+			tc.h.ServeDNS(context.Background(), &test.ResponseWriter{}, r)
+		}()
+		<-done
+		if moved != tc.wantMoved {
+			t.Errorf("%s: the probe's stack moved: %v, want %v", tc.name, moved, tc.wantMoved)
+		}
+	}
+}
