@@ -149,7 +149,6 @@ func (g *NSGuard) holds(ctx context.Context, r *dns.Msg) (clusterdns.Name, bool)
 //
 //go:noinline
 func (g *NSGuard) hold(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
-	reserveStack()
 	n, ok := g.holds(ctx, r)
 	if !ok {
 		return g.next(ctx, w, r)
