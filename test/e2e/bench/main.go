@@ -119,6 +119,10 @@ var (
 
 func main() {
 	flag.Parse()
+	if err := checkFlags(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
+	}
 	switch *workload {
 	case "chain":
 	case "stock":
@@ -389,7 +393,7 @@ func runBatch(ctx context.Context, out, bin string, b batch, servers []*coredns.
 	if stock {
 		suffix = "-" + b.name
 	}
-	return table, writeCSV(filepath.Join(out, "rounds"+suffix+".csv"), rows)
+	return table, writeCSV(filepath.Join(out, "rounds"+suffix+".csv"), rows, *rate)
 }
 
 // idleCPU says how much CPU each server uses while no query comes, over d, after the
@@ -791,13 +795,13 @@ func quantile(v []float64, q float64) float64 {
 	return v[lo] + (x-float64(lo))*(v[lo+1]-v[lo])
 }
 
-func writeCSV(path string, rows []sample) error {
+func writeCSV(path string, rows []sample, qps int) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
 	w := csv.NewWriter(f)
-	w.Write([]string{"round", "configuration", "beside", "qps", "completed", "lost", "cpu_us", "cpu_us_per_query", "dnsperf_cpu_us", "steal"})
+	w.Write([]string{"round", "configuration", "beside", "qps", "completed", "lost", "cpu_us", "cpu_us_per_query", "dnsperf_cpu_us", "steal", "qps_limit"})
 	for _, s := range rows {
 		var beside string
 		switch {
@@ -810,7 +814,7 @@ func writeCSV(path string, rows []sample) error {
 		w.Write([]string{strconv.Itoa(s.round), configs[s.config].name, beside, fmt.Sprintf("%.1f", s.qps),
 			strconv.FormatInt(s.completed, 10), strconv.FormatInt(s.lost, 10),
 			strconv.FormatInt(s.cpu.Microseconds(), 10), fmt.Sprintf("%.2f", s.cpuPerQuery()),
-			strconv.FormatInt(s.perfCPU.Microseconds(), 10), fmt.Sprintf("%.3f", s.steal)})
+			strconv.FormatInt(s.perfCPU.Microseconds(), 10), fmt.Sprintf("%.3f", s.steal), strconv.Itoa(qps)})
 	}
 	w.Flush()
 	if err := w.Error(); err != nil {

@@ -49,12 +49,20 @@ func floorTable(batches ...[]sample) (string, error) {
 }
 
 // pooled is floorTable for the rounds.csv files of earlier batches.
+// Runs at a fixed rate and closed-loop runs measure different things (see -qps): they do
+// not pool.
 func pooled(paths []string) (string, error) {
 	var batches [][]sample
-	for _, p := range paths {
-		rows, err := readRounds(p)
+	first := -1
+	for i, p := range paths {
+		rows, qps, err := readRounds(p)
 		if err != nil {
 			return "", err
+		}
+		if i == 0 {
+			first = qps
+		} else if qps != first {
+			return "", fmt.Errorf("%s ran at -qps %d, %s at -qps %d: runs of different rates do not pool", paths[0], first, p, qps)
 		}
 		batches = append(batches, rows)
 	}
@@ -87,19 +95,21 @@ func floorRatios(rows []sample, ratios [][]float64) error {
 	return nil
 }
 
-// readRounds reads back what writeCSV wrote: of each run, what floorRatios needs.
-func readRounds(path string) ([]sample, error) {
+// readRounds reads back what writeCSV wrote: of each run, what floorRatios needs, and the
+// file's -qps. A file written before it had the column ran as a closed loop (-qps 0), unless
+// it was one of the first runs at a rate: those must not be pooled with the closed loops.
+func readRounds(path string) ([]sample, int, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer f.Close()
 	recs, err := csv.NewReader(f).ReadAll()
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, 0, fmt.Errorf("%s: %w", path, err)
 	}
 	if len(recs) == 0 {
-		return nil, fmt.Errorf("%s: empty", path)
+		return nil, 0, fmt.Errorf("%s: empty", path)
 	}
 	col := map[string]int{}
 	for i, h := range recs[0] {
@@ -107,15 +117,23 @@ func readRounds(path string) ([]sample, error) {
 	}
 	for _, h := range []string{"round", "configuration", "beside", "completed", "cpu_us"} {
 		if _, ok := col[h]; !ok {
-			return nil, fmt.Errorf("%s: no column %q", path, h)
+			return nil, 0, fmt.Errorf("%s: no column %q", path, h)
 		}
 	}
 	index := map[string]int{"": -1}
 	for i, c := range configs {
 		index[c.name] = i
 	}
+	qps := 0
 	var rows []sample
 	for line, r := range recs[1:] {
+		if c, ok := col["qps_limit"]; ok {
+			q, err := strconv.Atoi(r[c])
+			if err != nil || line > 0 && q != qps {
+				return nil, 0, fmt.Errorf("%s:%d: qps_limit %q: want the file's one -qps", path, line+2, r[c])
+			}
+			qps = q
+		}
 		s := sample{pair: -1}
 		config, ok1 := index[r[col["configuration"]]]
 		beside, ok2 := index[r[col["beside"]]]
@@ -123,7 +141,7 @@ func readRounds(path string) ([]sample, error) {
 		completed, err2 := strconv.ParseInt(r[col["completed"]], 10, 64)
 		cpu, err3 := strconv.ParseInt(r[col["cpu_us"]], 10, 64)
 		if !ok1 || config < 0 || !ok2 || err1 != nil || err2 != nil || err3 != nil {
-			return nil, fmt.Errorf("%s:%d: not a run of this bench: %q", path, line+2, r)
+			return nil, 0, fmt.Errorf("%s:%d: not a run of this bench: %q", path, line+2, r)
 		}
 		s.round, s.config, s.completed, s.cpu = round, config, completed, time.Duration(cpu)*time.Microsecond
 		switch {
@@ -135,7 +153,7 @@ func readRounds(path string) ([]sample, error) {
 		}
 		rows = append(rows, s)
 	}
-	return rows, nil
+	return rows, qps, nil
 }
 
 // medianCI is a 95% bootstrap confidence interval of the median of v.

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -56,7 +57,7 @@ func TestFloorTable(t *testing.T) {
 				if err := os.WriteFile(path, []byte(tc.csv), 0o644); err != nil {
 					t.Fatal(err)
 				}
-			} else if err := writeCSV(path, tc.rows); err != nil {
+			} else if err := writeCSV(path, tc.rows, 0); err != nil {
 				t.Fatal(err)
 			}
 			got, err := pooled([]string{path})
@@ -78,5 +79,39 @@ func TestFloorTable(t *testing.T) {
 				t.Errorf("the rows tabled at once give %q, %v; read back from their file %q", direct, err, got)
 			}
 		})
+	}
+}
+
+// TestPoolKeepsRatesApart: runs at a fixed rate and closed-loop runs do not pool.
+func TestPoolKeepsRatesApart(t *testing.T) {
+	logView := slices.IndexFunc(configs, func(c config) bool { return c.name == "nsguard, mode log" })
+	rows := []sample{
+		{round: 0, config: logView, pair: logView, completed: 1, cpu: 50 * time.Microsecond},
+		{round: 0, config: floorConfig, pair: logView, completed: 1, cpu: 40 * time.Microsecond},
+	}
+	dir := t.TempDir()
+	files := map[int]string{}
+	for _, qps := range []int{0, 12000} {
+		files[qps] = filepath.Join(dir, "rounds-"+strconv.Itoa(qps)+".csv")
+		if err := writeCSV(files[qps], rows, qps); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		name    string
+		paths   []string
+		wantErr string
+	}{
+		{"same rate", []string{files[12000], files[12000]}, ""},
+		{"closed loop and a rate", []string{files[0], files[12000]}, "at -qps 0, " + files[12000] + " at -qps 12000"},
+	}
+	for _, tc := range tests {
+		_, err := pooled(tc.paths)
+		switch {
+		case tc.wantErr == "" && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+			t.Errorf("%s: err %v, want one saying %q", tc.name, err, tc.wantErr)
+		}
 	}
 }

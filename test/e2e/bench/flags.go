@@ -1,0 +1,30 @@
+package main
+
+import "fmt"
+
+// checkFlags refuses the counts that would make a run mean nothing, naming the flag: a
+// negative -qps, for one, would otherwise run as a closed loop under another name.
+func checkFlags() error {
+	for _, f := range []struct {
+		name string
+		v    int
+		min  int
+		want string
+	}{
+		{"client-pods", *pods, 1, "at least 1"},
+		{"rounds", *rounds, 1, "at least 1"},
+		{"seconds", *seconds, 1, "at least 1"},
+		{"warm", *warm, 0, "0 for no warm-up, or more"},
+		{"clients", *clients, 1, "at least 1"},
+		{"threads", *threads, 1, "at least 1"},
+		{"outstanding", *inflight, 1, "at least 1"},
+		{"qps", *rate, 0, "0 for as many as each server answers, or a rate"},
+		{"profile", *profiled, 0, "0 for no profile, or more"},
+		{"timeout", *timeout, 1, "at least 1"},
+	} {
+		if f.v < f.min {
+			return fmt.Errorf("-%s %d: want %s", f.name, f.v, f.want)
+		}
+	}
+	return nil
+}

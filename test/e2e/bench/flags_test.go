@@ -1,0 +1,40 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestCheckFlags(t *testing.T) {
+	tests := []struct {
+		name    string
+		flag    *int
+		value   int
+		wantErr string // "" for none
+	}{
+		{"defaults", nil, 0, ""},
+		{"a rate", rate, 12000, ""},
+		{"negative rate", rate, -5, "-qps -5: want 0"},
+		{"no rounds", rounds, 0, "-rounds 0: want at least 1"},
+		{"no warm-up", warm, 0, ""},
+		{"negative warm-up", warm, -1, "-warm -1"},
+		{"no client Pods", pods, 0, "-client-pods 0"},
+		{"negative profile", profiled, -20, "-profile -20"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.flag != nil {
+				old := *tc.flag
+				*tc.flag = tc.value
+				defer func() { *tc.flag = old }()
+			}
+			err := checkFlags()
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Fatal(err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Fatalf("err %v, want one saying %q", err, tc.wantErr)
+			}
+		})
+	}
+}
