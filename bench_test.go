@@ -40,8 +40,11 @@ type fixedAddr struct {
 
 func (w *fixedAddr) RemoteAddr() net.Addr { return w.addr }
 
-func newWriter() *fixedAddr {
-	return &fixedAddr{addr: &net.UDPAddr{IP: net.IPv4(10, 244, 1, 5), Port: 40212}}
+func newWriter() *fixedAddr { return clientWriter(benchClients[0]) }
+
+// clientWriter is a writer whose client is at ip.
+func clientWriter(ip string) *fixedAddr {
+	return &fixedAddr{addr: &net.UDPAddr{IP: net.ParseIP(ip), Port: 40212}}
 }
 
 // BenchmarkServeDNS compares nsguard with the next handler alone. The baseline goes through
@@ -246,8 +249,7 @@ func BenchmarkServeDNSParallel(b *testing.B) {
 			var clients atomic.Int32
 			b.ReportAllocs()
 			b.RunParallel(func(pb *testing.PB) {
-				ip := net.ParseIP(benchClients[int(clients.Add(1)-1)%len(benchClients)])
-				w := &fixedAddr{addr: &net.UDPAddr{IP: ip, Port: 40212}}
+				w := clientWriter(benchClients[int(clients.Add(1)-1)%len(benchClients)])
 				for pb.Next() {
 					h.h.ServeDNS(ctx, w, r)
 				}

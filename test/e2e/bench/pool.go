@@ -53,7 +53,7 @@ func floorTable(batches ...[]sample) (string, error) {
 // not pool.
 func pooled(paths []string) (string, error) {
 	var batches [][]sample
-	first := -1
+	var first int
 	for i, p := range paths {
 		rows, qps, err := readRounds(p)
 		if err != nil {
@@ -61,7 +61,8 @@ func pooled(paths []string) (string, error) {
 		}
 		if i == 0 {
 			first = qps
-		} else if qps != first {
+		}
+		if qps != first {
 			return "", fmt.Errorf("%s ran at -qps %d, %s at -qps %d: runs of different rates do not pool", paths[0], first, p, qps)
 		}
 		batches = append(batches, rows)
@@ -125,12 +126,13 @@ func readRounds(path string) ([]sample, int, error) {
 		index[c.name] = i
 	}
 	qps := 0
+	limit, hasLimit := col["qps_limit"]
 	var rows []sample
 	for line, r := range recs[1:] {
-		if c, ok := col["qps_limit"]; ok {
-			q, err := strconv.Atoi(r[c])
+		if hasLimit {
+			q, err := strconv.Atoi(r[limit])
 			if err != nil || line > 0 && q != qps {
-				return nil, 0, fmt.Errorf("%s:%d: qps_limit %q: want the file's one -qps", path, line+2, r[c])
+				return nil, 0, fmt.Errorf("%s:%d: qps_limit %q: want the file's one -qps", path, line+2, r[limit])
 			}
 			qps = q
 		}

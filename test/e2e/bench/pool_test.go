@@ -11,7 +11,7 @@ import (
 )
 
 func TestFloorTable(t *testing.T) {
-	logView := slices.IndexFunc(configs, func(c config) bool { return c.name == "nsguard, mode log" })
+	logView := configNamed(t, "nsguard, mode log")
 	// run is one dnsperf run: CPU per query in µs, of the configuration beside any or of any.
 	run := func(round, config, pair int, cpuPerQuery int64) sample {
 		return sample{round: round, config: config, pair: pair, completed: 1, cpu: time.Duration(cpuPerQuery) * time.Microsecond}
@@ -84,7 +84,7 @@ func TestFloorTable(t *testing.T) {
 
 // TestPoolKeepsRatesApart: runs at a fixed rate and closed-loop runs do not pool.
 func TestPoolKeepsRatesApart(t *testing.T) {
-	logView := slices.IndexFunc(configs, func(c config) bool { return c.name == "nsguard, mode log" })
+	logView := configNamed(t, "nsguard, mode log")
 	rows := []sample{
 		{round: 0, config: logView, pair: logView, completed: 1, cpu: 50 * time.Microsecond},
 		{round: 0, config: floorConfig, pair: logView, completed: 1, cpu: 40 * time.Microsecond},
@@ -114,4 +114,14 @@ func TestPoolKeepsRatesApart(t *testing.T) {
 			t.Errorf("%s: err %v, want one saying %q", tc.name, err, tc.wantErr)
 		}
 	}
+}
+
+// configNamed is the index of the configuration called name.
+func configNamed(t *testing.T, name string) int {
+	t.Helper()
+	i := slices.IndexFunc(configs, func(c config) bool { return c.name == name })
+	if i < 0 {
+		t.Fatalf("no configuration %q", name)
+	}
+	return i
 }
