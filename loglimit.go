@@ -60,7 +60,10 @@ func (l *logLimiter) allow(key []byte) (ok bool, held heldBack, reason string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 
-	if s := int64(now / time.Second); s != l.second {
+	// An answer that read the clock before another may take the lock after it: a late answer
+	// of an earlier second counts in the current one, or it would start that second's lines
+	// again.
+	if s := int64(now / time.Second); s > l.second {
 		l.second, l.lines = s, 0
 		l.forget(now)
 	}

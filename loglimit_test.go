@@ -3,6 +3,8 @@ package nsguard
 import (
 	"encoding/binary"
 	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -135,4 +137,44 @@ func TestLogLimiterForgetsNoCount(t *testing.T) {
 func clockAt(now *time.Time) func() time.Duration {
 	start := *now
 	return func() time.Duration { return now.Sub(start) }
+}
+
+// Answers from several CPUs at once, over seconds whose lines are spent and seconds whose are
+// not: every answer is counted once, by a line, as its key's repeat or as suppressed, or is
+// still waiting in the limiter for the next line; and no second logs more than the limit,
+// though the CPUs read the clock in one order and take the lock in another.
+func TestLogLimiterCountsEveryAnswerAtOnce(t *testing.T) {
+	l := newLogLimiter(time.Second, 3)
+	var clock atomic.Int64
+	l.clock = func() time.Duration { return time.Duration(clock.Load()) }
+	const workers, calls = 4, 20000
+	var counted, lines atomic.Uint64
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			key := make([]byte, 8)
+			for i := range calls {
+				if w == 0 && i%500 == 0 {
+					clock.Add(int64(100 * time.Millisecond))
+				}
+				binary.BigEndian.PutUint64(key, uint64((i*7+w)%200))
+				if ok, held, _ := l.allow(key); ok {
+					lines.Add(1)
+					counted.Add(1 + held.repeats + held.suppressed)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	waiting := l.suppressed
+	for _, s := range l.logged {
+		waiting += s.repeats
+	}
+	if got := counted.Load() + waiting; got != workers*calls {
+		t.Errorf("lines count %d answers and %d wait, %d in all; want %d", counted.Load(), waiting, got, workers*calls)
+	}
+	// 4 s of the clock at 3 lines a second, and one more second begun.
+	if n := lines.Load(); n > 3*(4+1) {
+		t.Errorf("%d lines logged, more than the limit lets through", n)
+	}
 }
