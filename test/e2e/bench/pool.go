@@ -97,8 +97,8 @@ func floorRatios(rows []sample, ratios [][]float64) error {
 }
 
 // readRounds reads back what writeCSV wrote: of each run, what floorRatios needs, and the
-// file's -qps. A file written before it had the column ran as a closed loop (-qps 0), unless
-// it was one of the first runs at a rate: those must not be pooled with the closed loops.
+// file's -qps. A file written before it had the column reads as a closed loop (-qps 0): it
+// cannot tell the few runs at a rate made before then, so they must not be given to -pool.
 func readRounds(path string) ([]sample, int, error) {
 	f, err := os.Open(path)
 	if err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -97,12 +98,21 @@ func TestPoolKeepsRatesApart(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// One file of both: its rows' rates differ.
+	mixed := filepath.Join(dir, "rounds-mixed.csv")
+	closed, err1 := os.ReadFile(files[0])
+	fixed, err2 := os.ReadFile(files[12000])
+	_, rest, _ := strings.Cut(string(fixed), "\n") // its rows, without the header
+	if err := errors.Join(err1, err2, os.WriteFile(mixed, append(closed, rest...), 0o644)); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name    string
 		paths   []string
 		wantErr string
 	}{
 		{"same rate", []string{files[12000], files[12000]}, ""},
+		{"one file of two rates", []string{mixed}, "qps_limit \"12000\": want the file's one -qps"},
 		{"closed loop and a rate", []string{files[0], files[12000]}, "at -qps 0, " + files[12000] + " at -qps 12000"},
 	}
 	for _, tc := range tests {
