@@ -21,6 +21,7 @@ func checkFlags() error {
 		{"qps", *rate, 0, "0 for as many as each server answers, or a rate"},
 		{"profile", *profiled, 0, "0 for no profile, or more"},
 		{"timeout", *timeout, 1, "at least 1"},
+		{"restart", *restartEvery, 0, "0 to keep the first servers, or a number of rounds"},
 	} {
 		if f.v < f.min {
 			return fmt.Errorf("-%s %d: want %s", f.name, f.v, f.want)

@@ -20,6 +20,8 @@ func TestCheckFlags(t *testing.T) {
 		{"negative warm-up", warm, -1, "-warm -1"},
 		{"no client Pods", pods, 0, "-client-pods 0"},
 		{"negative profile", profiled, -20, "-profile -20"},
+		{"never restart", restartEvery, 0, ""},
+		{"negative restart", restartEvery, -1, "-restart -1"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

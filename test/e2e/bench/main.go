@@ -46,6 +46,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/nsguard/nsguard/test/e2e/cluster"
 	"github.com/nsguard/nsguard/test/e2e/coredns"
@@ -111,6 +112,11 @@ var (
 	sideBySide = flag.Bool("side-by-side", true, "run each configuration beside any, both under dnsperf at once; false: one after the other")
 	// A rare loopback drop holds dnsperf busy-waiting at the end for up to -t.
 	timeout = flag.Int("timeout", 1, "dnsperf -t, seconds")
+	// Each CoreDNS process keeps, for its life, a layout in memory, a goroutine stack size the
+	// runtime adapted to and threads it settled on: two processes of the same Corefile differ by
+	// 2% or more for as long as they run, as much as the effects sought. Fresh processes every
+	// few rounds make that a spread that more rounds narrow, not a bias that they keep.
+	restartEvery = flag.Int("restart", 5, "start every server afresh each this many rounds; 0 to keep the first ones for the whole run")
 	// Batches of the same code, pooled: nothing is started.
 	// Two builds side by side in one run; its rounds.csv pools only with runs of the same -against.
 	against = flag.String("against", "", "a git revision: also run each nsguard configuration as built from it, on addresses of its own")
@@ -235,7 +241,9 @@ func run() error {
 		return err
 	}
 
-	servers := make([]*coredns.Server, len(configs))
+	start := func(c config) (*coredns.Server, error) {
+		return startServer(ctx, binOf(c), out, zones, cp.Kubeconfig, c)
+	}
 	if stock {
 		if err := createClients(ctx, cp, stockClients(*pods)); err != nil {
 			return err
@@ -245,21 +253,15 @@ func run() error {
 			return err
 		}
 		defer up.Stop()
-		for i, c := range configs {
-			if servers[i], err = startStock(ctx, root, binOf(c), out, env, c); err != nil {
-				return fmt.Errorf("%s: %w", c.name, err)
-			}
-		}
-	} else {
-		for i, c := range configs {
-			if servers[i], err = startServer(ctx, binOf(c), out, zones, cp.Kubeconfig, c); err != nil {
-				return fmt.Errorf("%s: %w", c.name, err)
-			}
-		}
+		start = func(c config) (*coredns.Server, error) { return startStock(ctx, root, binOf(c), out, env, c) }
+	}
+	servers := make([]*coredns.Server, len(configs))
+	if err := startAll(servers, start); err != nil {
+		return err
 	}
 	var tables []string
 	for _, b := range batches {
-		t, err := runBatch(ctx, out, bin, b, servers, stock)
+		t, err := runBatch(ctx, out, bin, b, servers, start, stock)
 		if err != nil {
 			return fmt.Errorf("mix %s: %w", b.name, err)
 		}
@@ -317,18 +319,21 @@ func makeBatches(out string, stock bool) ([]batch, error) {
 
 // runBatch checks each server's answers to the mix, warms it up, runs the rounds and the
 // profiles, and returns the tables of the batch.
-func runBatch(ctx context.Context, out, bin string, b batch, servers []*coredns.Server, stock bool) (string, error) {
+func runBatch(ctx context.Context, out, bin string, b batch, servers []*coredns.Server, start func(config) (*coredns.Server, error), stock bool) (string, error) {
 	for i, c := range configs {
 		if err := checkMix(b.questions, servers[i], c); err != nil {
 			return "", fmt.Errorf("%s: %w", c.name, err)
 		}
-		if _, err := dnsperf(ctx, b.loads, c.ip, 2); err != nil { // warm up
-			return "", err
-		}
+	}
+	if err := warmAll(ctx, b); err != nil {
+		return "", err
 	}
 	how := "one after the other"
 	if *sideBySide {
 		how = "each beside any"
+	}
+	if *restartEvery > 0 && *restartEvery < *rounds {
+		how = fmt.Sprintf("%s; every server started afresh each %d rounds", how, *restartEvery)
 	}
 	head := fmt.Sprintf("dnsperf -l %d -c %d -T %d -q %d -t %d, %d rounds, %s", *seconds, *clients, *threads, *inflight, *timeout, *rounds, how)
 	if *rate > 0 {
@@ -344,6 +349,11 @@ func runBatch(ctx context.Context, out, bin string, b batch, servers []*coredns.
 	}
 	var rows []sample
 	for r := range *rounds {
+		if r > 0 && *restartEvery > 0 && r%*restartEvery == 0 {
+			if err := restartAll(ctx, b, servers, start); err != nil {
+				return "", fmt.Errorf("round %d: %w", r, err)
+			}
+		}
 		for k := range configs {
 			i := (r + k) % len(configs) // rotate who goes first
 			if !*sideBySide {
@@ -394,6 +404,51 @@ func runBatch(ctx context.Context, out, bin string, b batch, servers []*coredns.
 		suffix = "-" + b.name
 	}
 	return table, writeCSV(filepath.Join(out, "rounds"+suffix+".csv"), rows, *rate)
+}
+
+// startAll starts a server for each configuration into servers.
+func startAll(servers []*coredns.Server, start func(config) (*coredns.Server, error)) error {
+	for i, c := range configs {
+		s, err := start(c)
+		if err != nil {
+			return fmt.Errorf("%s: %w", c.name, err)
+		}
+		servers[i] = s
+	}
+	return nil
+}
+
+// warmAll sends each server the mix for two seconds, unmeasured: its cache fills and its
+// goroutines and stacks settle as they will under the rounds.
+func warmAll(ctx context.Context, b batch) error {
+	for _, c := range configs {
+		if _, err := dnsperf(ctx, b.loads, c.ip, 2); err != nil {
+			return fmt.Errorf("warming %s: %w", c.name, err)
+		}
+	}
+	return nil
+}
+
+// restartAll stops every server, all at once (each waits out its lame duck), and starts
+// each afresh on its own addresses, synced and warmed as the first ones were.
+func restartAll(ctx context.Context, b batch, servers []*coredns.Server, start func(config) (*coredns.Server, error)) error {
+	var g errgroup.Group
+	for i, s := range servers {
+		g.Go(func() error {
+			delete(pprofAddrs, s)
+			if err := s.Stop(); err != nil {
+				return fmt.Errorf("stopping %s: %w", configs[i].name, err)
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	if err := startAll(servers, start); err != nil {
+		return err
+	}
+	return warmAll(ctx, b)
 }
 
 // idleCPU says how much CPU each server uses while no query comes, over d, after the
