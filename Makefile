@@ -75,7 +75,7 @@ demo: deps
 
 # dnsperf against real CoreDNS servers on a real control plane (test/e2e/bench): the chain
 # without cache (about 20 minutes), then the stock Corefile with cache, asked by several client
-# Pods, in the everyday mix and the incident's (about 15 minutes).
+# Pods, in the everyday mix and the incident's (about 22 minutes; every server starts afresh each 5 rounds).
 bench: deps
 	$(GO) run ./test/e2e/bench
 	$(GO) run ./test/e2e/bench -workload stock -rounds 30
