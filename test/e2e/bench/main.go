@@ -434,8 +434,8 @@ func warmAll(ctx context.Context, b batch) error {
 func restartAll(ctx context.Context, b batch, servers []*coredns.Server, start func(config) (*coredns.Server, error)) error {
 	var g errgroup.Group
 	for i, s := range servers {
+		delete(pprofAddrs, s)
 		g.Go(func() error {
-			delete(pprofAddrs, s)
 			if err := s.Stop(); err != nil {
 				return fmt.Errorf("stopping %s: %w", configs[i].name, err)
 			}
