@@ -112,9 +112,9 @@ var (
 	sideBySide = flag.Bool("side-by-side", true, "run each configuration beside any, both under dnsperf at once; false: one after the other")
 	// A rare loopback drop holds dnsperf busy-waiting at the end for up to -t.
 	timeout = flag.Int("timeout", 1, "dnsperf -t, seconds")
-	// Each CoreDNS process keeps, for its life, a layout in memory, a goroutine stack size the
-	// runtime adapted to and threads it settled on: two processes of the same Corefile differ by
-	// 2% or more for as long as they run, as much as the effects sought. Fresh processes every
+	// Each CoreDNS process keeps, for its life, a layout in memory and a starting goroutine stack
+	// size the runtime adapted to: two processes of the same Corefile differ by 2% or more for as
+	// long as they run, as much as the effects sought. Fresh processes every
 	// few rounds make that a spread that more rounds narrow, not a bias that they keep.
 	restartEvery = flag.Int("restart", 5, "start every server afresh each this many rounds; 0 to keep the first ones for the whole run")
 	// Batches of the same code, pooled: nothing is started.
@@ -445,11 +445,18 @@ func restartAll(ctx context.Context, b batch, servers []*coredns.Server, start f
 	if err := g.Wait(); err != nil {
 		return err
 	}
+	for i, s := range servers {
+		stoppedLogs[i] += s.Log()
+	}
 	if err := startAll(servers, start); err != nil {
 		return err
 	}
 	return warmAll(ctx, b)
 }
+
+// stoppedLogs holds, by configuration, what its servers stopped by restartAll logged: the
+// run's log is theirs and the last server's.
+var stoppedLogs = map[int]string{}
 
 // idleCPU says how much CPU each server uses while no query comes, over d, after the
 // warm-up: what a server does on its own counts in its CPU per query too.
@@ -880,6 +887,7 @@ func writeCSV(path string, rows []sample, qps int) error {
 }
 
 // report shows that nsguard saw the apexes and that its log stayed quiet, and keeps the logs.
+// The counters are the last server's, started at the last restart; the log is the whole run's.
 func report(servers []*coredns.Server) error {
 	for i, s := range servers {
 		if !configs[i].runsNSGuard() {
@@ -902,10 +910,10 @@ func report(servers []*coredns.Server) error {
 				fmt.Printf("%s: %s{%s} %g\n", configs[i].name, name, strings.Join(labels, ","), v)
 			}
 		}
-		fmt.Printf("%s: %d log lines\n", configs[i].name, strings.Count(s.Log(), "plugin/nsguard"))
+		fmt.Printf("%s: %d log lines\n", configs[i].name, strings.Count(stoppedLogs[i]+s.Log(), "plugin/nsguard"))
 	}
 	for i, s := range servers {
-		if err := os.WriteFile(filepath.Join(filepath.Dir(s.Corefile), "coredns.log"), []byte(s.Log()), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(filepath.Dir(s.Corefile), "coredns.log"), []byte(stoppedLogs[i]+s.Log()), 0o644); err != nil {
 			return fmt.Errorf("%s: %w", configs[i].name, err)
 		}
 	}
