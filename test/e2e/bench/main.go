@@ -349,6 +349,10 @@ func runBatch(ctx context.Context, out, bin string, b batch, servers []*coredns.
 	}
 	var rows []sample
 	for r := range *rounds {
+		gen := 0
+		if *restartEvery > 0 {
+			gen = r / *restartEvery
+		}
 		if r > 0 && *restartEvery > 0 && r%*restartEvery == 0 {
 			if err := restartAll(ctx, b, servers, start); err != nil {
 				return "", fmt.Errorf("round %d: %w", r, err)
@@ -361,7 +365,7 @@ func runBatch(ctx context.Context, out, bin string, b batch, servers []*coredns.
 				if err != nil {
 					return "", fmt.Errorf("round %d, %s: %w", r, configs[i].name, err)
 				}
-				s[0].round, s[0].config, s[0].pair = r, i, -1
+				s[0].round, s[0].config, s[0].pair, s[0].generation = r, i, -1, gen
 				rows = append(rows, s[0])
 				continue
 			}
@@ -377,8 +381,8 @@ func runBatch(ctx context.Context, out, bin string, b batch, servers []*coredns.
 			if err != nil {
 				return "", fmt.Errorf("round %d, %s beside any: %w", r, configs[i].name, err)
 			}
-			s[0].round, s[0].config, s[0].pair = r, i, i
-			s[1].round, s[1].config, s[1].pair = r, floorConfig, i
+			s[0].round, s[0].config, s[0].pair, s[0].generation = r, i, i, gen
+			s[1].round, s[1].config, s[1].pair, s[1].generation = r, floorConfig, i, gen
 			rows = append(rows, s...)
 		}
 		fmt.Fprintf(os.Stderr, "%s: round %d/%d done\n", b.name, r+1, *rounds)
@@ -538,6 +542,7 @@ type sample struct {
 	wall            time.Duration // dnsperf's run, a little over -l
 	steal           float64       // the share of the machine's CPU time the hypervisor took meanwhile
 	pair            int           // side by side: the configuration beside any in this run; else -1
+	generation      int           // which of the run's sets of processes served it (-restart)
 }
 
 // The configurations ratios are taken to.
@@ -863,7 +868,7 @@ func writeCSV(path string, rows []sample, qps int) error {
 		return err
 	}
 	w := csv.NewWriter(f)
-	w.Write([]string{"round", "configuration", "beside", "qps", "completed", "lost", "cpu_us", "cpu_us_per_query", "dnsperf_cpu_us", "steal", "qps_limit"})
+	w.Write([]string{"round", "configuration", "beside", "qps", "completed", "lost", "cpu_us", "cpu_us_per_query", "dnsperf_cpu_us", "steal", "qps_limit", "generation"})
 	for _, s := range rows {
 		var beside string
 		switch {
@@ -876,7 +881,7 @@ func writeCSV(path string, rows []sample, qps int) error {
 		w.Write([]string{strconv.Itoa(s.round), configs[s.config].name, beside, fmt.Sprintf("%.1f", s.qps),
 			strconv.FormatInt(s.completed, 10), strconv.FormatInt(s.lost, 10),
 			strconv.FormatInt(s.cpu.Microseconds(), 10), fmt.Sprintf("%.2f", s.cpuPerQuery()),
-			strconv.FormatInt(s.perfCPU.Microseconds(), 10), fmt.Sprintf("%.3f", s.steal), strconv.Itoa(qps)})
+			strconv.FormatInt(s.perfCPU.Microseconds(), 10), fmt.Sprintf("%.3f", s.steal), strconv.Itoa(qps), strconv.Itoa(s.generation)})
 	}
 	w.Flush()
 	if err := w.Error(); err != nil {

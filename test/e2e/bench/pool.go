@@ -1,10 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"encoding/csv"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -20,32 +23,58 @@ const resamples = 4000
 // than its interquartile range suggests; pooling batches and counting runs says whether a
 // configuration can be told from the floor at all. kubernetes alone is the yardstick:
 // nothing is in front of it.
+//
+// Runs of the same processes share a bias for those processes' life (where their memory
+// landed, the stack size their goroutines start with): the interval draws each set of
+// processes whole, with all its runs, so that it is as wide as the sets disagree.
 func floorTable(batches ...[]sample) (string, error) {
-	ratios := make([][]float64, len(configs))
-	for _, rows := range batches {
-		if err := floorRatios(rows, ratios); err != nil {
+	ratios := make([]map[processSet][]float64, len(configs))
+	for b, rows := range batches {
+		if err := floorRatios(b, rows, ratios); err != nil {
 			return "", err
 		}
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "| configuration | runs | CPU/query ratio to any (median, p25–p75) | 95%% CI of the median | runs above any |\n")
-	fmt.Fprintf(&b, "|---|---:|---:|---:|---:|\n")
+	fmt.Fprintf(&b, "| configuration | runs | sets of processes | CPU/query ratio to any (median, p25–p75) | 95%% CI of the median, each set of processes drawn whole | medians of the sets (lowest–highest) | runs above any |\n")
+	fmt.Fprintf(&b, "|---|---:|---:|---:|---:|---:|---:|\n")
 	rng := rand.New(rand.NewPCG(1, 2)) // the same figures from the same files
-	for i, v := range ratios {
-		if len(v) == 0 {
+	for i, bySet := range ratios {
+		if len(bySet) == 0 {
 			continue
 		}
-		lo, hi := medianCI(rng, v)
+		var all []float64
+		var sets [][]float64
+		var setMedians []float64
+		for _, k := range slices.SortedFunc(maps.Keys(bySet), processSet.compare) {
+			all = append(all, bySet[k]...)
+			sets = append(sets, bySet[k])
+			setMedians = append(setMedians, quantile(bySet[k], .5))
+		}
+		ci := "none: one set" // its runs share one bias, which no draw of them can show
+		if len(sets) > 1 {
+			lo, hi := medianCI(rng, sets)
+			ci = fmt.Sprintf("%.3f–%.3f", lo, hi)
+		}
 		above := 0
-		for _, x := range v {
+		for _, x := range all {
 			if x > 1 {
 				above++
 			}
 		}
-		fmt.Fprintf(&b, "| %s | %d | %.3f (%.3f–%.3f) | %.3f–%.3f | %d of %d |\n", configs[i].name, len(v),
-			quantile(v, .5), quantile(v, .25), quantile(v, .75), lo, hi, above, len(v))
+		fmt.Fprintf(&b, "| %s | %d | %d | %.3f (%.3f–%.3f) | %s | %.3f–%.3f | %d of %d |\n", configs[i].name, len(all), len(sets),
+			quantile(all, .5), quantile(all, .25), quantile(all, .75), ci, slices.Min(setMedians), slices.Max(setMedians), above, len(all))
 	}
 	return b.String(), nil
+}
+
+// processSet names the servers of one batch between two restarts (-restart).
+type processSet struct{ batch, generation int }
+
+func (a processSet) compare(b processSet) int {
+	if c := cmp.Compare(a.batch, b.batch); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.generation, b.generation)
 }
 
 // pooled is floorTable for the rounds.csv files of earlier batches.
@@ -70,9 +99,9 @@ func pooled(paths []string) (string, error) {
 	return floorTable(batches...)
 }
 
-// floorRatios adds each side-by-side run of one batch to ratios, by configuration: its CPU per
-// query over that of any, beside it in the same run.
-func floorRatios(rows []sample, ratios [][]float64) error {
+// floorRatios adds each side-by-side run of batch b to ratios, by configuration and set of
+// processes: its CPU per query over that of any, beside it in the same run.
+func floorRatios(b int, rows []sample, ratios []map[processSet][]float64) error {
 	type run struct{ round, pair int }
 	floor := map[run]float64{}
 	for _, s := range rows {
@@ -91,7 +120,11 @@ func floorRatios(rows []sample, ratios [][]float64) error {
 		if !ok || f == 0 {
 			return fmt.Errorf("round %d of %s has no run of any beside it", s.round, configs[s.config].name)
 		}
-		ratios[s.config] = append(ratios[s.config], s.cpuPerQuery()/f)
+		if ratios[s.config] == nil {
+			ratios[s.config] = map[processSet][]float64{}
+		}
+		k := processSet{b, s.generation}
+		ratios[s.config][k] = append(ratios[s.config][k], s.cpuPerQuery()/f)
 	}
 	return nil
 }
@@ -99,6 +132,8 @@ func floorRatios(rows []sample, ratios [][]float64) error {
 // readRounds reads back what writeCSV wrote: of each run, what floorRatios needs, and the
 // file's -qps. A file written before it had the column reads as a closed loop (-qps 0): it
 // cannot tell the few runs at a rate made before then, so they must not be given to -pool.
+// A file written before the generation column counts each round as a set of processes of its
+// own, as the interval then did.
 func readRounds(path string) ([]sample, int, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -127,6 +162,7 @@ func readRounds(path string) ([]sample, int, error) {
 	}
 	qps := 0
 	limit, hasLimit := col["qps_limit"]
+	gen, hasGen := col["generation"]
 	var rows []sample
 	for line, r := range recs[1:] {
 		if hasLimit {
@@ -146,6 +182,12 @@ func readRounds(path string) ([]sample, int, error) {
 			return nil, 0, fmt.Errorf("%s:%d: not a run of this bench: %q", path, line+2, r)
 		}
 		s.round, s.config, s.completed, s.cpu = round, config, completed, time.Duration(cpu)*time.Microsecond
+		s.generation = round
+		if hasGen {
+			if s.generation, err = strconv.Atoi(r[gen]); err != nil {
+				return nil, 0, fmt.Errorf("%s:%d: generation %q: %w", path, line+2, r[gen], err)
+			}
+		}
 		switch {
 		case beside < 0: // one after the other
 		case config == floorConfig:
@@ -158,13 +200,15 @@ func readRounds(path string) ([]sample, int, error) {
 	return rows, qps, nil
 }
 
-// medianCI is a 95% bootstrap confidence interval of the median of v.
-func medianCI(rng *rand.Rand, v []float64) (lo, hi float64) {
+// medianCI is a 95% bootstrap confidence interval of the median of the values of sets, each
+// draw taking as many sets as there are, with replacement, and all the values of each.
+func medianCI(rng *rand.Rand, sets [][]float64) (lo, hi float64) {
 	meds := make([]float64, resamples)
-	draw := make([]float64, len(v))
+	var draw []float64
 	for i := range meds {
-		for j := range draw {
-			draw[j] = v[rng.IntN(len(v))]
+		draw = draw[:0]
+		for range sets {
+			draw = append(draw, sets[rng.IntN(len(sets))]...)
 		}
 		meds[i] = quantile(draw, .5)
 	}

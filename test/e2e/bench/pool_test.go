@@ -17,6 +17,8 @@ func TestFloorTable(t *testing.T) {
 	run := func(round, config, pair int, cpuPerQuery int64) sample {
 		return sample{round: round, config: config, pair: pair, completed: 1, cpu: time.Duration(cpuPerQuery) * time.Microsecond}
 	}
+	// gen is run served by the gen-th set of processes.
+	gen := func(s sample, gen int) sample { s.generation = gen; return s }
 	tests := []struct {
 		name    string
 		rows    []sample
@@ -31,8 +33,31 @@ func TestFloorTable(t *testing.T) {
 				run(1, logView, logView, 30), run(1, floorConfig, logView, 60),
 				run(2, logView, logView, 44), run(2, floorConfig, logView, 40),
 			},
-			// 1.25, 0.5 and 1.1: the median of the ratios, not the ratio of the medians.
-			want: []string{"| nsguard, mode log | 3 | 1.100 (0.800–1.175) |", "| 2 of 3 |"},
+			// 1.25, 0.5 and 1.1: the median of the ratios, not the ratio of the medians. One
+			// set of processes: no interval.
+			want: []string{"| nsguard, mode log | 3 | 1 | 1.100 (0.800–1.175) | none: one set | 1.100–1.100 | 2 of 3 |"},
+		},
+		{
+			name: "each set of processes drawn whole",
+			// Two sets whose runs agree within each set and not between them: the interval
+			// spans both sets' medians, where drawing runs one by one would narrow it.
+			rows: []sample{
+				gen(run(0, logView, logView, 100), 0), gen(run(0, floorConfig, logView, 100), 0),
+				gen(run(1, logView, logView, 101), 0), gen(run(1, floorConfig, logView, 100), 0),
+				gen(run(2, logView, logView, 100), 0), gen(run(2, floorConfig, logView, 100), 0),
+				gen(run(3, logView, logView, 110), 1), gen(run(3, floorConfig, logView, 100), 1),
+				gen(run(4, logView, logView, 111), 1), gen(run(4, floorConfig, logView, 100), 1),
+				gen(run(5, logView, logView, 110), 1), gen(run(5, floorConfig, logView, 100), 1),
+			},
+			want: []string{"| nsguard, mode log | 6 | 2 | 1.055 (1.002–1.100) | 1.000–1.100 | 1.000–1.100 | 4 of 6 |"},
+		},
+		{
+			name: "a file from before the generation column",
+			csv: "round,configuration,beside,completed,cpu_us\n" +
+				"0,\"nsguard, mode log\",any (the floor),1,50\n0,any (the floor),\"nsguard, mode log\",1,40\n" +
+				"1,\"nsguard, mode log\",any (the floor),1,44\n1,any (the floor),\"nsguard, mode log\",1,40\n",
+			// Each round a set of its own, as the interval was drawn before.
+			want: []string{"| nsguard, mode log | 2 | 2 | 1.175 (1.138–1.212) | 1.100–1.250 | 1.100–1.250 | 2 of 2 |"},
 		},
 		{
 			name:    "one after the other",
@@ -75,6 +100,9 @@ func TestFloorTable(t *testing.T) {
 				if !strings.Contains(got, w) {
 					t.Errorf("table lacks %q:\n%s", w, got)
 				}
+			}
+			if tc.csv != "" {
+				return
 			}
 			if direct, err := floorTable(tc.rows); err != nil || direct != got {
 				t.Errorf("the rows tabled at once give %q, %v; read back from their file %q", direct, err, got)
