@@ -116,6 +116,9 @@ var (
 	// size the runtime adapted to: two processes of the same Corefile differ by 2% or more for as
 	// long as they run, as much as the effects sought. Fresh processes every
 	// few rounds make that a spread that more rounds narrow, not a bias that they keep.
+	// Each configuration runs right after the run of the one before it in the order, beside the
+	// same any; a fixed order keeps those neighbours for the whole run.
+	shuffle      = flag.Bool("shuffle", true, "draw the configurations' order afresh every as many rounds as there are configurations, each still rotated through every place")
 	restartEvery = flag.Int("restart", 5, "start every server afresh each this many rounds; 0 to keep the first ones for the whole run")
 	// Batches of the same code, pooled: nothing is started.
 	// Two builds side by side in one run; its rounds.csv pools only with runs of the same -against.
@@ -358,8 +361,7 @@ func runBatch(ctx context.Context, out, bin string, b batch, servers []*coredns.
 				return "", fmt.Errorf("round %d: %w", r, err)
 			}
 		}
-		for k := range configs {
-			i := (r + k) % len(configs) // rotate who goes first
+		for _, i := range runOrder(r, len(configs), *shuffle) {
 			if !*sideBySide {
 				s, err := measure(ctx, b.loads, servers[i:i+1], configs[i].ip)
 				if err != nil {
