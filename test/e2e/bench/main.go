@@ -352,11 +352,8 @@ func runBatch(ctx context.Context, out, bin string, b batch, servers []*coredns.
 	}
 	var rows []sample
 	for r := range *rounds {
-		gen := 0
-		if *restartEvery > 0 {
-			gen = r / *restartEvery
-		}
-		if r > 0 && *restartEvery > 0 && r%*restartEvery == 0 {
+		gen := generation(r)
+		if r > 0 && gen != generation(r-1) {
 			if err := restartAll(ctx, b, servers, start); err != nil {
 				return "", fmt.Errorf("round %d: %w", r, err)
 			}
@@ -458,6 +455,14 @@ func restartAll(ctx context.Context, b batch, servers []*coredns.Server, start f
 		return err
 	}
 	return warmAll(ctx, b)
+}
+
+// generation is which set of processes serves round r: each -restart rounds start a new one.
+func generation(r int) int {
+	if *restartEvery == 0 {
+		return 0
+	}
+	return r / *restartEvery
 }
 
 // stoppedLogs holds, by configuration, what its servers stopped by restartAll logged: the

@@ -29,6 +29,9 @@ const resamples = 4000
 // processes whole, with all its runs, so that it is as wide as the sets disagree.
 func floorTable(batches ...[]sample) (string, error) {
 	ratios := make([]map[processSet][]float64, len(configs))
+	for i := range ratios {
+		ratios[i] = map[processSet][]float64{}
+	}
 	for b, rows := range batches {
 		if err := floorRatios(b, rows, ratios); err != nil {
 			return "", err
@@ -42,14 +45,13 @@ func floorTable(batches ...[]sample) (string, error) {
 		if len(bySet) == 0 {
 			continue
 		}
-		var all []float64
 		var sets [][]float64
 		var setMedians []float64
 		for _, k := range slices.SortedFunc(maps.Keys(bySet), processSet.compare) {
-			all = append(all, bySet[k]...)
 			sets = append(sets, bySet[k])
 			setMedians = append(setMedians, quantile(bySet[k], .5))
 		}
+		all := slices.Concat(sets...)
 		ci := "none: one set" // its runs share one bias, which no draw of them can show
 		if len(sets) > 1 {
 			lo, hi := medianCI(rng, sets)
@@ -71,10 +73,7 @@ func floorTable(batches ...[]sample) (string, error) {
 type processSet struct{ batch, generation int }
 
 func (a processSet) compare(b processSet) int {
-	if c := cmp.Compare(a.batch, b.batch); c != 0 {
-		return c
-	}
-	return cmp.Compare(a.generation, b.generation)
+	return cmp.Or(cmp.Compare(a.batch, b.batch), cmp.Compare(a.generation, b.generation))
 }
 
 // pooled is floorTable for the rounds.csv files of earlier batches.
@@ -119,9 +118,6 @@ func floorRatios(b int, rows []sample, ratios []map[processSet][]float64) error 
 		f, ok := floor[run{s.round, s.pair}]
 		if !ok || f == 0 {
 			return fmt.Errorf("round %d of %s has no run of any beside it", s.round, configs[s.config].name)
-		}
-		if ratios[s.config] == nil {
-			ratios[s.config] = map[processSet][]float64{}
 		}
 		k := processSet{b, s.generation}
 		ratios[s.config][k] = append(ratios[s.config][k], s.cpuPerQuery()/f)
