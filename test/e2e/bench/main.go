@@ -828,6 +828,36 @@ func shareTable(shares []share) string {
 		fmt.Fprintf(&b, "| %s | %v | %.0f | %s | %s | %s | %s | %s | %s |\n", configs[i].name, s.total.Round(10*time.Millisecond),
 			s.queries, perQuery, pct(s.stackGrowth), pct(s.gc), pct(s.guard), pct(s.view), pct(s.floor))
 	}
+	b.WriteString(partTable(shares))
+	return b.String()
+}
+
+// partTable splits nsguard's own time into its parts, in µs a query, beside any's own: a
+// part's share of one profile is too small to read, its time a query is what the floor
+// compares with.
+func partTable(shares []share) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n| configuration | any's own, µs/query | nsguard's own, µs/query |")
+	for _, n := range partNames {
+		fmt.Fprintf(&b, " %s |", n)
+	}
+	fmt.Fprintf(&b, "\n|---|---:|---:|%s\n", strings.Repeat("---:|", len(partNames)))
+	rows := 0
+	for i, s := range shares {
+		if s.queries == 0 || s.guard == 0 && s.floor == 0 {
+			continue
+		}
+		us := func(f float64) string { return fmt.Sprintf("%.3f", f*float64(s.total.Microseconds())/s.queries) }
+		fmt.Fprintf(&b, "| %s | %s | %s |", configs[i].name, us(s.floor), us(s.guard))
+		for _, p := range s.parts {
+			fmt.Fprintf(&b, " %s |", us(p))
+		}
+		b.WriteString("\n")
+		rows++
+	}
+	if rows == 0 {
+		return ""
+	}
 	return b.String()
 }
 

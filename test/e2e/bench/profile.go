@@ -18,12 +18,53 @@ import (
 // taken under the mix: the fractions of all samples.
 type share struct {
 	total       time.Duration
-	queries     float64 // answered while the profile ran
-	stackGrowth float64 // runtime.newstack: growing and copying query goroutines' stacks
-	gc          float64 // the garbage collector's own work
-	guard       float64 // nsguard's own functions, outside the plugins after it and the client's write
-	view        float64 // of which nsguard's cluster view
-	floor       float64 // the any plugin's own function
+	queries     float64         // answered while the profile ran
+	stackGrowth float64         // runtime.newstack: growing and copying query goroutines' stacks
+	gc          float64         // the garbage collector's own work
+	guard       float64         // nsguard's own functions, outside the plugins after it and the client's write
+	view        float64         // of which nsguard's cluster view
+	floor       float64         // the any plugin's own function
+	parts       [nParts]float64 // nsguard's own functions, by part
+}
+
+// part is a piece of nsguard's own time, named by the nsguard function nearest the leaf
+// outside clusterdns: the naming model that every piece calls.
+type part int
+
+const (
+	partQuickLook part = iota // ServeDNS, mayHold, direct: every query pays it
+	partName                  // holds: reading a name the quick look let in
+	partClient                // remoteIP and the cluster view: who asked
+	partCounters              // the held answers' counters
+	partLimits                // the log limits, and the lines they let out
+	partRefusal               // building a refusal
+	partHeld                  // hold, answer, decide, next: capturing, deciding, writing
+	nParts
+)
+
+var partNames = [nParts]string{"quick look (every query)", "reading the name", "client and view", "counters", "log limits and lines", "refusal", "capture, decision, write"}
+
+// partOf names the part of nsguard's function fn, a full function name.
+func partOf(fn string) part {
+	f := strings.TrimPrefix(fn, "github.com/nsguard/nsguard.")
+	has := func(names ...string) bool {
+		return slices.ContainsFunc(names, func(n string) bool { return strings.Contains(f, n) })
+	}
+	switch {
+	case strings.HasPrefix(f, "github.com/nsguard/nsguard/clusterview."), has("remoteIP", "viewSynced", "clientAllowed"):
+		return partClient
+	case has("(*NSGuard).ServeDNS", "(*NSGuard).mayHold", "(*NSGuard).direct", "(*NSGuard).Name"):
+		return partQuickLook
+	case has("(*NSGuard).holds"):
+		return partName
+	case has("count", "forServer", "forClient", "Counters", "lazyCounter", "readMostly", "counterCache", "suppressedLine"):
+		return partCounters
+	case has("report", "logLine", "logLimiter", "limitKey", "records", "Fix", "typedName", "nsguard/logline."):
+		return partLimits
+	case has("refusal", "setSOA", "replyOPT"):
+		return partRefusal
+	}
+	return partHeld
 }
 
 // fetchProfile fetches a CPU profile of seconds from a pprof listener at addr into path.
@@ -89,6 +130,9 @@ func attribute(path string) (share, error) {
 	}
 	t := float64(s.total)
 	s.stackGrowth, s.gc, s.guard, s.view, s.floor = s.stackGrowth/t, s.gc/t, s.guard/t, s.view/t, s.floor/t
+	for i := range s.parts {
+		s.parts[i] /= t
+	}
 	return s, nil
 }
 
@@ -114,7 +158,7 @@ func (s *share) add(d time.Duration, stack []string) {
 		s.gc += v
 		return
 	}
-	for _, f := range stack { // leaf first
+	for i, f := range stack { // leaf first
 		switch {
 		case strings.HasPrefix(f, "github.com/miekg/dns.(*response).Write"), strings.HasSuffix(f, ").WriteMsg"):
 			// Sending the answer to the client, through the writers of the plugins in front
@@ -126,6 +170,7 @@ func (s *share) add(d time.Duration, stack []string) {
 			if strings.HasPrefix(f, "github.com/nsguard/nsguard/clusterview.") {
 				s.view += v
 			}
+			s.parts[ownPart(stack[i:])] += v
 			return
 		case strings.HasPrefix(f, "github.com/coredns/coredns/plugin/any."):
 			s.floor += v
@@ -137,6 +182,17 @@ func (s *share) add(d time.Duration, stack []string) {
 			}
 		}
 	}
+}
+
+// ownPart is the part of a stack (leaf first) whose leaf side starts in nsguard: that of its
+// first function outside clusterdns, which reads names for every part.
+func ownPart(stack []string) part {
+	for _, f := range stack {
+		if strings.HasPrefix(f, "github.com/nsguard/nsguard") && !strings.HasPrefix(f, "github.com/nsguard/nsguard/clusterdns.") {
+			return partOf(f)
+		}
+	}
+	return partName
 }
 
 func pct(f float64) string { return strconv.FormatFloat(100*f, 'f', 2, 64) + "%" }

@@ -20,8 +20,32 @@ func TestShareAdd(t *testing.T) {
 		"github.com/coredns/coredns/plugin/cache.(*Cache).ServeDNS", "github.com/nsguard/nsguard.(*NSGuard).hold"})
 	s.add(6*ms, []string{"github.com/coredns/coredns/plugin/cache.(*Cache).ServeDNS", "github.com/coredns/coredns/plugin/any.Any.ServeDNS"})
 	s.add(7*ms, []string{"github.com/coredns/coredns/plugin/any.Any.ServeDNS"})
-	want := share{total: 28 * ms, stackGrowth: float64(ms), guard: float64(5 * ms), view: float64(2 * ms), floor: float64(7 * ms)}
+	// nsguard's own parts: the naming model counts for the function that called it.
+	s.add(8*ms, []string{"github.com/nsguard/nsguard/clusterdns.AppendLower", "github.com/nsguard/nsguard.limitKey", "github.com/nsguard/nsguard.(*NSGuard).report"})
+	s.add(9*ms, []string{"sync.(*Mutex).Lock", "github.com/nsguard/nsguard.(*logLimiter).allow", "github.com/nsguard/nsguard.(*NSGuard).report"})
+	s.add(10*ms, []string{"github.com/nsguard/nsguard/clusterdns.MatchZone", "github.com/nsguard/nsguard.(*NSGuard).holds"})
+	s.add(11*ms, []string{"prometheus.(*counter).Inc", "github.com/nsguard/nsguard.(*lazyCounter).add", "github.com/nsguard/nsguard.(*decision).count"})
+	s.add(12*ms, []string{"strings.Count", "github.com/nsguard/nsguard.(*NSGuard).mayHold", "github.com/nsguard/nsguard.(*NSGuard).ServeDNS"})
+	s.add(13*ms, []string{"github.com/nsguard/nsguard.refusal", "github.com/nsguard/nsguard.(*NSGuard).answer"})
+	s.add(14*ms, []string{"runtime.mallocgc", "github.com/coredns/coredns/plugin/pkg/nonwriter.New", "github.com/nsguard/nsguard.(*NSGuard).hold"})
+	s.add(15*ms, []string{"net/netip.AddrFrom4", "github.com/nsguard/nsguard.remoteIP", "github.com/nsguard/nsguard.(*NSGuard).decide"})
+	var parts [nParts]float64
+	parts[partQuickLook] = float64(12 * ms)
+	parts[partName] = float64(10 * ms)
+	parts[partClient] = float64(2*ms + 15*ms)
+	parts[partCounters] = float64(11 * ms)
+	parts[partLimits] = float64(8*ms + 9*ms)
+	parts[partRefusal] = float64(13 * ms)
+	parts[partHeld] = float64(3*ms + 14*ms)
+	want := share{total: 120 * ms, stackGrowth: float64(ms), guard: float64(5*ms + 92*ms), view: float64(2 * ms), floor: float64(7 * ms), parts: parts}
 	if s != want {
 		t.Errorf("got %+v, want %+v", s, want)
+	}
+	var sum float64
+	for _, p := range s.parts {
+		sum += p
+	}
+	if sum != s.guard {
+		t.Errorf("the parts add up to %v, nsguard's own time is %v", sum, s.guard)
 	}
 }
