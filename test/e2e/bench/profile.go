@@ -38,7 +38,7 @@ const (
 	partCounters              // the held answers' counters
 	partLimits                // the log limits, and the lines they let out
 	partRefusal               // building a refusal
-	partHeld                  // hold, answer, decide, next: capturing, deciding, writing
+	partHeld                  // hold, answer, decide, next, and any other: capturing, deciding, writing
 	nParts
 )
 
@@ -59,7 +59,7 @@ func partOf(fn string) part {
 		return partName
 	case has("count", "forServer", "forClient", "Counters", "lazyCounter", "readMostly", "counterCache", "suppressedLine"):
 		return partCounters
-	case has("report", "logLine", "logLimiter", "limitKey", "records", "Fix", "typedName", "nsguard/logline."):
+	case has("(*NSGuard).report", "(*NSGuard).logLine", "logLimiter", "limitKey", "records", "Fix", "typedName", "nsguard/logline."):
 		return partLimits
 	case has("refusal", "setSOA", "replyOPT"):
 		return partRefusal
