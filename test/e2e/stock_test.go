@@ -221,13 +221,9 @@ const startupProbe = "startup-probe.cluster.local."
 // freeAddrs returns n loopback host:ports that were free a moment ago.
 func freeAddrs(t *testing.T, n int) []string {
 	t.Helper()
-	var out []string
-	for range n {
-		a, err := coredns.FreeTCPAddr()
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, a)
+	out, err := coredns.FreeTCPAddrs(n)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return out
 }

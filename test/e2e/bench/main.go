@@ -492,14 +492,11 @@ func idleCPU(servers []*coredns.Server, d time.Duration) (string, error) {
 var pprofAddrs = map[*coredns.Server]string{}
 
 func startServer(ctx context.Context, bin, out, zones, kubeconfig string, c config) (*coredns.Server, error) {
-	metrics, err := coredns.FreeTCPAddr()
+	addrs, err := coredns.FreeTCPAddrs(2)
 	if err != nil {
 		return nil, err
 	}
-	pprofAddr, err := coredns.FreeTCPAddr()
-	if err != nil {
-		return nil, err
-	}
+	metrics, pprofAddr := addrs[0], addrs[1]
 	dir := filepath.Join(out, c.ip)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err

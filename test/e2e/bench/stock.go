@@ -90,13 +90,9 @@ func startStock(ctx context.Context, root, bin, out string, env coredns.PodEnv, 
 	if err := corefiles.PrepareConfigDir(dir); err != nil {
 		return nil, err
 	}
-	var ports []string
-	for range 4 {
-		p, err := coredns.FreeTCPAddr()
-		if err != nil {
-			return nil, err
-		}
-		ports = append(ports, p)
+	ports, err := coredns.FreeTCPAddrs(4)
+	if err != nil {
+		return nil, err
 	}
 	a := corefiles.Addrs{Listen: []string{c.ip}, Metrics: ports[0], Health: ports[1], Ready: ports[2], ConfigDir: dir}
 	added := strings.TrimSuffix("pprof "+ports[3]+"\n"+c.stock, "\n")

@@ -23,12 +23,29 @@ func CheckPortFree(ip string) error {
 	return nil
 }
 
-// FreeTCPAddr returns a loopback address with a free port, for metrics and health endpoints.
+// FreeTCPAddrs returns n loopback addresses with distinct free ports, for a server's metrics,
+// health, ready and pprof endpoints. CoreDNS binds each with SO_REUSEPORT, so two endpoints
+// given one port would share it silently, and each request (a scrape over a kept-alive
+// connection, every later one too) would reach either. Each port is held until all n are
+// chosen, so the kernel cannot hand one out twice.
+func FreeTCPAddrs(n int) ([]string, error) {
+	addrs := make([]string, 0, n)
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		defer l.Close()
+		addrs = append(addrs, l.Addr().String())
+	}
+	return addrs, nil
+}
+
+// FreeTCPAddr returns a loopback address with a free port, for a server's one endpoint.
 func FreeTCPAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addrs, err := FreeTCPAddrs(1)
 	if err != nil {
 		return "", err
 	}
-	defer l.Close()
-	return l.Addr().String(), nil
+	return addrs[0], nil
 }

@@ -105,6 +105,10 @@ func (s *Server) Scrape() (string, error) {
 	}
 	defer res.Body.Close()
 	b, err := io.ReadAll(res.Body)
+	if err == nil && res.StatusCode != http.StatusOK {
+		// Not the metrics page: counting in it would read every metric as 0.
+		err = fmt.Errorf("scraping %s/metrics: %s: %.200s", s.Metrics, res.Status, b)
+	}
 	return string(b), err
 }
 

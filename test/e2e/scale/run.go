@@ -139,13 +139,9 @@ func Measure(ctx context.Context, env Env, cfg Config) (res Result, err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return res, err
 	}
-	var addrs []string
-	for range 3 {
-		a, err := coredns.FreeTCPAddr()
-		if err != nil {
-			return res, err
-		}
-		addrs = append(addrs, a)
+	addrs, err := coredns.FreeTCPAddrs(3)
+	if err != nil {
+		return res, err
 	}
 	metrics, health, ready := addrs[0], addrs[1], addrs[2]
 	if res.Corefile, err = env.render(cfg, corefiles.Addrs{Listen: []string{env.IP}, Metrics: metrics, Health: health, Ready: ready}); err != nil {
