@@ -10,6 +10,8 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/nsguard/nsguard/test/e2e/loopback"
 )
 
 // ServiceCIDR is the apiserver's --service-cluster-ip-range.
@@ -56,7 +58,7 @@ func StartWithOptions(ctx context.Context, binDir, workDir string, opts Options)
 	if err := os.MkdirAll(workDir, 0o755); err != nil {
 		return nil, err
 	}
-	ports, err := freePorts(3)
+	ports, err := loopback.FreePorts(3)
 	if err != nil {
 		return nil, err
 	}

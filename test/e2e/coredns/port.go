@@ -3,6 +3,9 @@ package coredns
 import (
 	"fmt"
 	"net"
+	"strconv"
+
+	"github.com/nsguard/nsguard/test/e2e/loopback"
 )
 
 // CheckPortFree fails when anything listens on ip:53. CoreDNS sets SO_REUSEPORT, so a
@@ -26,17 +29,15 @@ func CheckPortFree(ip string) error {
 // FreeTCPAddrs returns n loopback addresses with distinct free ports, for a server's metrics,
 // health, ready and pprof endpoints. CoreDNS binds each with SO_REUSEPORT, so two endpoints
 // given one port would share it silently, and each request (a scrape over a kept-alive
-// connection, every later one too) would reach either. Each port is held until all n are
-// chosen, so the kernel cannot hand one out twice.
+// connection, every later one too) would reach either.
 func FreeTCPAddrs(n int) ([]string, error) {
-	addrs := make([]string, 0, n)
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		defer l.Close()
-		addrs = append(addrs, l.Addr().String())
+	ports, err := loopback.FreePorts(n)
+	if err != nil {
+		return nil, err
+	}
+	addrs := make([]string, n)
+	for i, p := range ports {
+		addrs[i] = net.JoinHostPort("127.0.0.1", strconv.Itoa(p))
 	}
 	return addrs, nil
 }
