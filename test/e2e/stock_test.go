@@ -183,7 +183,10 @@ func (s *stack) start(t *testing.T, d distro, listen []string, nsguard string) *
 	if err := corefiles.PrepareConfigDir(dir); err != nil {
 		t.Fatal(err)
 	}
-	ports := freeAddrs(t, 3)
+	ports, err := coredns.FreeTCPAddrs(3)
+	if err != nil {
+		t.Fatal(err)
+	}
 	a := corefiles.Addrs{Listen: listen, Metrics: ports[0], Health: ports[1], Ready: ports[2], ConfigDir: dir,
 		ClusterDNS: centralIP, Upstream: upstreamIP}
 	text, err := corefiles.Render(string(src), a, nsguard)
@@ -217,13 +220,3 @@ func (s *stack) start(t *testing.T, d distro, listen []string, nsguard string) *
 // startupProbe is the name asked to see a server up: one no test asks, so that its cached
 // answer (with the SOA serial of start-up) never stands in for one a test compares.
 const startupProbe = "startup-probe.cluster.local."
-
-// freeAddrs returns n loopback host:ports that were free a moment ago.
-func freeAddrs(t *testing.T, n int) []string {
-	t.Helper()
-	out, err := coredns.FreeTCPAddrs(n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}

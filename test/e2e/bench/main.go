@@ -834,15 +834,16 @@ func shareTable(shares []share) string {
 // compares with.
 func partTable(shares []share) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "\n| configuration | any's own, µs/query | nsguard's own, µs/query |")
-	for _, n := range partNames {
-		fmt.Fprintf(&b, " %s |", n)
-	}
-	fmt.Fprintf(&b, "\n|---|---:|---:|%s\n", strings.Repeat("---:|", len(partNames)))
-	rows := 0
 	for i, s := range shares {
 		if s.queries == 0 || s.guard == 0 && s.floor == 0 {
 			continue
+		}
+		if b.Len() == 0 {
+			fmt.Fprintf(&b, "\n| configuration | any's own, µs/query | nsguard's own, µs/query |")
+			for _, n := range partNames {
+				fmt.Fprintf(&b, " %s |", n)
+			}
+			fmt.Fprintf(&b, "\n|---|---:|---:|%s\n", strings.Repeat("---:|", len(partNames)))
 		}
 		us := func(f float64) string { return fmt.Sprintf("%.3f", f*float64(s.total.Microseconds())/s.queries) }
 		fmt.Fprintf(&b, "| %s | %s | %s |", configs[i].name, us(s.floor), us(s.guard))
@@ -850,10 +851,6 @@ func partTable(shares []share) string {
 			fmt.Fprintf(&b, " %s |", us(p))
 		}
 		b.WriteString("\n")
-		rows++
-	}
-	if rows == 0 {
-		return ""
 	}
 	return b.String()
 }
