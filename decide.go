@@ -41,6 +41,33 @@ func (g *NSGuard) answer(ctx context.Context, w dns.ResponseWriter, r *dns.Msg, 
 		w.WriteMsg(res)
 		return rcode, err
 	}
+	if g.memo != nil && d.action == actionRefused && d.kind == apexKind {
+		g.memo.put(r.Question[0], res)
+	}
+	return g.act(ctx, w, r, res, &d, rcode, err)
+}
+
+// refuseRemembered refuses r on the answer its question was last refused on, while that
+// holds, without the plugins after nsguard answering it again. done is false when there is
+// none to refuse on: the question then takes the held path.
+//
+//go:noinline
+func (g *NSGuard) refuseRemembered(ctx context.Context, w dns.ResponseWriter, r *dns.Msg, n *clusterdns.Name) (rcode int, err error, done bool) {
+	res := g.memo.get(r.Question[0])
+	if res == nil {
+		return 0, nil, false
+	}
+	d := decision{name: *n}
+	if !g.decide(ctx, w, res, nil, &d) || d.action != actionRefused {
+		return 0, nil, false // not reached: without 'allow client' a kept answer is refused
+	}
+	rcode, err = g.act(ctx, w, r, res, &d, dns.RcodeSuccess, nil)
+	return rcode, err, true
+}
+
+// act does what d decided for r, whose answer is res: it counts, writes the answer or the
+// refusal, and reports.
+func (g *NSGuard) act(ctx context.Context, w dns.ResponseWriter, r, res *dns.Msg, d *decision, rcode int, err error) (int, error) {
 	sc := g.counters.forServer(ctx)
 	d.count(sc)
 	if d.action == actionRefused {
@@ -53,9 +80,9 @@ func (g *NSGuard) answer(ctx context.Context, w dns.ResponseWriter, r *dns.Msg, 
 		w.WriteMsg(res)
 	}
 	if d.action != actionAllowed {
-		g.report(sc, r, res, &d)
+		g.report(sc, r, res, d)
 		if g.podEvents && d.pod != "" {
-			g.offer(sc, r, &d)
+			g.offer(sc, r, d)
 		}
 	}
 	return rcode, err
