@@ -11,8 +11,9 @@ import (
 )
 
 // memoSlots is how many refused questions mode refuse remembers: a fixed table, so its
-// memory is bounded (a few hundred KB at most) whatever the clients ask.
-const memoSlots = 1024
+// memory is bounded (32 KB, and about 1 MB when every slot holds an answer) whatever the
+// clients ask. 400 questions fill a tenth of the slots that others also want.
+const memoSlots = 4096
 
 // refusalMemo remembers, for a namespace apex question that mode refuse refused, what the
 // refusal was made of, so that the next client asking it within the answer's TTL is refused
@@ -41,6 +42,11 @@ func newRefusalMemo() *refusalMemo {
 	return &refusalMemo{seed: maphash.MakeSeed(), clock: func() time.Duration { return time.Since(start) }}
 }
 
+// rememberedAnswer reports whether res is one the memo made: those carry no QR bit, where
+// every answer a plugin writes does, so a refusal made on one is not remembered anew and
+// the memo holds no answer past its first refusal's TTLs.
+func rememberedAnswer(res *dns.Msg) bool { return !res.Response }
+
 // memoKey appends the question's name in lower case (resolvers randomise case) and type.
 func memoKey(buf []byte, q dns.Question) []byte {
 	buf = clusterdns.AppendLower(buf, q.Name)
@@ -66,7 +72,7 @@ func (m *refusalMemo) put(q dns.Question, res *dns.Msg) {
 		return
 	}
 	ttl := uint32(negativeTTL)
-	kept := &dns.Msg{}
+	kept := &dns.Msg{} // no QR bit: rememberedAnswer
 	kept.Authoritative, kept.RecursionAvailable = res.Authoritative, res.RecursionAvailable
 	kept.Answer = res.Answer // only read: for the log line
 	for _, rr := range res.Answer {

@@ -50,32 +50,37 @@ func (u *apexUpstream) ServeDNS(_ context.Context, w dns.ResponseWriter, r *dns.
 func TestRefusalRemembered(t *testing.T) {
 	const apex = "my-app.svc.cluster.local."
 	tests := []struct {
-		name   string
-		mode   Mode
-		up     apexUpstream
-		allow  string // 'allow client'
-		second *dns.Msg
-		wait   time.Duration
-		calls  int // questions the next plugin got, of two
+		name    string
+		mode    Mode
+		up      apexUpstream
+		allow   string // 'allow client'
+		allowNS string // 'allow namespace'
+		second  *dns.Msg
+		wait    time.Duration
+		calls   int // questions the next plugin got, of two
 	}{
-		{"repeat", ModeRefuse, apexUpstream{ttl: 30}, "", query(apex, dns.TypeA, noEDNS), 0, 1},
-		{"repeat in other case, with EDNS", ModeRefuse, apexUpstream{ttl: 30}, "", query("My-App.svc.Cluster.Local.", dns.TypeA, withDO), 0, 1},
-		{"records", ModeRefuse, apexUpstream{ttl: 30, records: true}, "", query(apex, dns.TypeA, noEDNS), 0, 1},
-		{"records, after their TTL", ModeRefuse, apexUpstream{ttl: 2, records: true}, "", query(apex, dns.TypeA, noEDNS), 2 * time.Second, 2},
-		{"other type", ModeRefuse, apexUpstream{ttl: 30}, "", query(apex, dns.TypeAAAA, noEDNS), 0, 2},
-		{"other name", ModeRefuse, apexUpstream{ttl: 30}, "", query("my-db.svc.cluster.local.", dns.TypeA, noEDNS), 0, 2},
-		{"after the refusal's TTL", ModeRefuse, apexUpstream{ttl: 30}, "", query(apex, dns.TypeA, noEDNS), negativeTTL * time.Second, 2},
-		{"after the answer's TTL", ModeRefuse, apexUpstream{ttl: 2}, "", query(apex, dns.TypeA, noEDNS), 2 * time.Second, 2},
-		{"within the answer's TTL", ModeRefuse, apexUpstream{ttl: 2}, "", query(apex, dns.TypeA, noEDNS), 1999 * time.Millisecond, 1},
-		{"answer of TTL 0", ModeRefuse, apexUpstream{ttl: 0}, "", query(apex, dns.TypeA, noEDNS), 0, 2},
-		{"answer with an OPT", ModeRefuse, apexUpstream{ttl: 30, opt: true}, "", query(apex, dns.TypeA, noEDNS), 0, 2},
-		{"error, not refused", ModeRefuse, apexUpstream{ttl: 30, rcode: dns.RcodeServerFailure}, "", query(apex, dns.TypeA, noEDNS), 0, 2},
-		{"allow client", ModeRefuse, apexUpstream{ttl: 30}, "team-a", query(apex, dns.TypeA, noEDNS), 0, 2},
-		{"mode log", ModeLog, apexUpstream{ttl: 30}, "", query(apex, dns.TypeA, noEDNS), 0, 2},
+		{"repeat", ModeRefuse, apexUpstream{ttl: 30}, "", "", query(apex, dns.TypeA, noEDNS), 0, 1},
+		{"repeat in other case, with EDNS", ModeRefuse, apexUpstream{ttl: 30}, "", "", query("My-App.svc.Cluster.Local.", dns.TypeA, withDO), 0, 1},
+		{"records", ModeRefuse, apexUpstream{ttl: 30, records: true}, "", "", query(apex, dns.TypeA, noEDNS), 0, 1},
+		{"records, after their TTL", ModeRefuse, apexUpstream{ttl: 2, records: true}, "", "", query(apex, dns.TypeA, noEDNS), 2 * time.Second, 2},
+		{"other type", ModeRefuse, apexUpstream{ttl: 30}, "", "", query(apex, dns.TypeAAAA, noEDNS), 0, 2},
+		{"other name", ModeRefuse, apexUpstream{ttl: 30}, "", "", query("my-db.svc.cluster.local.", dns.TypeA, noEDNS), 0, 2},
+		{"after the refusal's TTL", ModeRefuse, apexUpstream{ttl: 30}, "", "", query(apex, dns.TypeA, noEDNS), negativeTTL * time.Second, 2},
+		{"after the answer's TTL", ModeRefuse, apexUpstream{ttl: 2}, "", "", query(apex, dns.TypeA, noEDNS), 2 * time.Second, 2},
+		{"within the answer's TTL", ModeRefuse, apexUpstream{ttl: 2}, "", "", query(apex, dns.TypeA, noEDNS), 1999 * time.Millisecond, 1},
+		{"answer of TTL 0", ModeRefuse, apexUpstream{ttl: 0}, "", "", query(apex, dns.TypeA, noEDNS), 0, 2},
+		{"answer with an OPT", ModeRefuse, apexUpstream{ttl: 30, opt: true}, "", "", query(apex, dns.TypeA, noEDNS), 0, 2},
+		{"error, not refused", ModeRefuse, apexUpstream{ttl: 30, rcode: dns.RcodeServerFailure}, "", "", query(apex, dns.TypeA, noEDNS), 0, 2},
+		{"allow client", ModeRefuse, apexUpstream{ttl: 30}, "team-a", "", query(apex, dns.TypeA, noEDNS), 0, 2},
+		{"allow namespace", ModeRefuse, apexUpstream{ttl: 30}, "", "my-app", query(apex, dns.TypeA, noEDNS), 0, 2},
+		{"mode log", ModeLog, apexUpstream{ttl: 30}, "", "", query(apex, dns.TypeA, noEDNS), 0, 2},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := testConfig([]string{"cluster.local."}, tc.mode, dns.RcodeNameError)
+			if tc.allowNS != "" {
+				cfg.allowNamespaces[tc.allowNS] = struct{}{}
+			}
 			if tc.allow != "" {
 				cfg.allowClients[tc.allow] = struct{}{}
 			}
@@ -138,5 +143,22 @@ func TestRefusalRememberedCounted(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(logLinesSuppressed.WithLabelValues("", reasonRepeat)) - repeats; got != 2 {
 		t.Errorf("counted %v repeats held back, want 2", got)
+	}
+}
+
+// TestRefusalRememberedNotRenewed: a refusal made on a remembered answer does not keep it
+// longer; the answer is asked for again once the first refusal's TTL has passed.
+func TestRefusalRememberedNotRenewed(t *testing.T) {
+	g := New(testConfig([]string{"cluster.local."}, ModeRefuse, dns.RcodeNameError))
+	up := &apexUpstream{ttl: 30}
+	g.Next = up
+	var now time.Duration
+	g.memo.clock = func() time.Duration { return now }
+	for _, at := range []time.Duration{0, 4 * time.Second, 4900 * time.Millisecond, negativeTTL * time.Second} {
+		now = at
+		g.ServeDNS(context.Background(), dnstest.NewRecorder(&test.ResponseWriter{}), query("renewed.svc.cluster.local.", dns.TypeA, noEDNS))
+	}
+	if up.calls != 2 {
+		t.Errorf("the next plugin got %d questions, want 2: at 0 and at %ds", up.calls, negativeTTL)
 	}
 }
