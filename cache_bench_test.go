@@ -32,8 +32,7 @@ func (apexAnswers) ServeDNS(_ context.Context, w dns.ResponseWriter, r *dns.Msg)
 // front of cache, which answers the namespace apexes of an incident from memory, asked by
 // several client Pods in turn. The baseline is cache alone, called as the plugin before
 // nsguard would call it. Every answer crosses nsguard: it names the client, counts, and
-// either the log limiter holds the repeat back (mode log) or it also builds the refusal, on
-// the answer it remembers from the question's first refusal, without asking cache again.
+// either the log limiter holds the repeat back (mode log) or it also builds the refusal.
 func BenchmarkServeDNSThroughCache(b *testing.B) {
 	// As CoreDNS's server makes it for each query.
 	ctx := context.WithValue(context.Background(), dnsserver.Key{}, &dnsserver.Server{Addr: "dns://:53"})

@@ -33,17 +33,13 @@ type decision struct {
 }
 
 // answer decides what the client gets for res, the next plugin's answer to r (whose name
-// reads as n), or the answer r's question was last refused on, and gives it. The decision
-// is handed on by pointer: a copy of it in each call's arguments would grow answer's frame,
-// under every write of a held answer.
+// reads as n), and gives it. The decision is handed on by pointer: a copy of it in each
+// call's arguments would grow answer's frame, under every write of a held answer.
 func (g *NSGuard) answer(ctx context.Context, w dns.ResponseWriter, r *dns.Msg, n *clusterdns.Name, res *dns.Msg, rcode int, err error) (int, error) {
 	d := decision{name: *n}
 	if !g.decide(ctx, w, res, err, &d) {
 		w.WriteMsg(res)
 		return rcode, err
-	}
-	if g.memo != nil && d.action == actionRefused && d.kind == apexKind && !rememberedAnswer(res) {
-		g.memo.put(r.Question[0], res)
 	}
 	sc := g.counters.forServer(ctx)
 	d.count(sc)
@@ -63,21 +59,6 @@ func (g *NSGuard) answer(ctx context.Context, w dns.ResponseWriter, r *dns.Msg, 
 		}
 	}
 	return rcode, err
-}
-
-// refuseRemembered refuses r on the answer its question was last refused on, while that
-// holds, without the plugins after nsguard answering it again; done is false when there is
-// none, and the question then takes the held path. There is a memo only without 'allow
-// client', and an answer is remembered only once refused, so it is refused for every client.
-//
-//go:noinline
-func (g *NSGuard) refuseRemembered(ctx context.Context, w dns.ResponseWriter, r *dns.Msg, n *clusterdns.Name) (rcode int, err error, done bool) {
-	res := g.memo.get(r.Question[0])
-	if res == nil {
-		return 0, nil, false
-	}
-	rcode, err = g.answer(ctx, w, r, n, res, dns.RcodeSuccess, nil)
-	return rcode, err, true
 }
 
 // offer hands d to the Events worker.

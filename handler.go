@@ -30,7 +30,6 @@ type NSGuard struct {
 	allowNamespaces map[string]struct{}
 	allowClients    map[string]struct{}
 	limiter         *logLimiter
-	memo            *refusalMemo // mode refuse without 'allow client': the refused questions
 
 	view      clusterView // nil without a cluster view
 	events    *eventer    // nil unless Events are on
@@ -49,11 +48,6 @@ func New(cfg config) *NSGuard {
 		allowClients:    cfg.allowClients,
 		limiter:         newLogLimiter(cfg.logInterval, cfg.logLimit),
 		traced:          true,
-	}
-	// A remembered refusal is decided for every client alike: with 'allow client' some
-	// clients get the answer itself, so each refusal is then decided on the answer.
-	if cfg.mode == ModeRefuse && len(cfg.allowClients) == 0 {
-		g.memo = newRefusalMemo()
 	}
 	g.setZones(cfg.zones)
 	return g
@@ -158,11 +152,6 @@ func (g *NSGuard) hold(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (i
 	n, ok := g.holds(ctx, r)
 	if !ok {
 		return g.next(ctx, w, r)
-	}
-	if g.memo != nil && n.Shape == clusterdns.NamespaceApex {
-		if rcode, err, done := g.refuseRemembered(ctx, w, r, &n); done {
-			return rcode, err
-		}
 	}
 	nw := nonwriter.New(w)
 	rcode, err := g.next(ctx, nw, r)
