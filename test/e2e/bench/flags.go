@@ -27,5 +27,12 @@ func checkFlags() error {
 			return fmt.Errorf("-%s %d: want %s", f.name, f.v, f.want)
 		}
 	}
+	// Each build must hold each slot as often (tradeSlots): in every mix, an even number of
+	// sets of processes.
+	if *against != "" && *pool == "" {
+		if sets := (*rounds + *restartEvery - 1) / max(*restartEvery, 1); *restartEvery == 0 || sets%2 != 0 {
+			return fmt.Errorf("-against with -rounds %d -restart %d: want an even number of sets of processes (-restart rounds each), so that each build runs in each slot as often", *rounds, *restartEvery)
+		}
+	}
 	return nil
 }

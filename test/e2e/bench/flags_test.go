@@ -23,6 +23,32 @@ func TestCheckFlags(t *testing.T) {
 		{"never restart", restartEvery, 0, ""},
 		{"negative restart", restartEvery, -1, "-restart -1"},
 	}
+	// -against needs an even number of sets of processes in each mix.
+	againstTests := []struct {
+		name            string
+		rounds, restart int
+		wantErr         string
+	}{
+		{"six sets", 30, 5, ""},
+		{"four sets, the last short", 19, 5, ""},
+		{"three sets", 15, 5, "-rounds 15 -restart 5: want an even number"},
+		{"one set", 30, 0, "-restart 0: want an even number"},
+		{"one set, restart past the end", 5, 5, "-rounds 5 -restart 5"},
+	}
+	for _, tc := range againstTests {
+		t.Run("against, "+tc.name, func(t *testing.T) {
+			oldA, oldR, oldE := *against, *rounds, *restartEvery
+			defer func() { *against, *rounds, *restartEvery = oldA, oldR, oldE }()
+			*against, *rounds, *restartEvery = "HEAD", tc.rounds, tc.restart
+			err := checkFlags()
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Fatal(err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Fatalf("err %v, want one saying %q", err, tc.wantErr)
+			}
+		})
+	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.flag != nil {

@@ -60,6 +60,7 @@ type config struct {
 	stock       string // the stock workload: the lines added to the stock Corefile
 	refusesApex bool
 	against     bool // built from -against's revision
+	twin        int  // if against: the index of the same configuration of this build
 }
 
 // runsNSGuard reports whether c has an nsguard block.
@@ -140,6 +141,13 @@ func main() {
 		fmt.Fprintf(os.Stderr, "bench: -workload %q: want chain or stock\n", *workload)
 		os.Exit(2)
 	}
+	if *against != "" {
+		var err error
+		if configs, err = withAgainst(configs, *against); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(2)
+		}
+	}
 	if *pool != "" {
 		t, err := pooled(strings.Split(*pool, ","))
 		if err != nil {
@@ -179,11 +187,6 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	if *against != "" {
-		if configs, err = withAgainst(configs, *against); err != nil {
-			return err
-		}
-	}
 	for _, c := range configs {
 		if err := coredns.CheckPortFree(c.ip); err != nil {
 			return err
@@ -218,9 +221,16 @@ func run() error {
 		if err != nil {
 			return err
 		}
+		mine, err := copyBinary(bin, filepath.Join(out, "this"))
+		if err != nil {
+			return err
+		}
 		binOf = func(c config) string {
-			if c.against {
+			switch {
+			case c.against:
 				return other
+			case c.runsNSGuard():
+				return mine
 			}
 			return bin
 		}
@@ -364,7 +374,7 @@ func runBatch(ctx context.Context, out, bin string, b batch, servers []*coredns.
 				if err != nil {
 					return "", fmt.Errorf("round %d, %s: %w", r, configs[i].name, err)
 				}
-				s[0].round, s[0].config, s[0].pair, s[0].generation = r, i, -1, gen
+				s[0].round, s[0].config, s[0].pair, s[0].generation, s[0].traded = r, i, -1, gen, slotsTraded
 				rows = append(rows, s[0])
 				continue
 			}
@@ -380,8 +390,8 @@ func runBatch(ctx context.Context, out, bin string, b batch, servers []*coredns.
 			if err != nil {
 				return "", fmt.Errorf("round %d, %s beside any: %w", r, configs[i].name, err)
 			}
-			s[0].round, s[0].config, s[0].pair, s[0].generation = r, i, i, gen
-			s[1].round, s[1].config, s[1].pair, s[1].generation = r, floorConfig, i, gen
+			s[0].round, s[0].config, s[0].pair, s[0].generation, s[0].traded = r, i, i, gen, slotsTraded
+			s[1].round, s[1].config, s[1].pair, s[1].generation, s[1].traded = r, floorConfig, i, gen, slotsTraded
 			rows = append(rows, s...)
 		}
 		fmt.Fprintf(os.Stderr, "%s: round %d/%d done\n", b.name, r+1, *rounds)
@@ -401,6 +411,9 @@ func runBatch(ctx context.Context, out, bin string, b batch, servers []*coredns.
 			return "", err
 		}
 		table += "\n" + ft
+		if *against != "" {
+			table += "\n" + abTable(rows)
+		}
 	}
 	suffix := ""
 	if stock {
@@ -409,9 +422,23 @@ func runBatch(ctx context.Context, out, bin string, b batch, servers []*coredns.
 	return table, writeCSV(filepath.Join(out, "rounds"+suffix+".csv"), rows, *rate)
 }
 
-// startAll starts a server for each configuration into servers.
+// setsStarted counts startAll's sets of processes; with -against, slotsTraded says whether
+// the one running has its builds' slots traded (tradeSlots).
+var (
+	setsStarted int
+	slotsTraded bool
+)
+
+// startAll starts a server for each configuration into servers. With -against, each set of
+// processes after the first trades the builds' slots again.
 func startAll(servers []*coredns.Server, start func(config) (*coredns.Server, error)) error {
-	for i, c := range configs {
+	if *against != "" && setsStarted > 0 {
+		tradeSlots(configs)
+		slotsTraded = !slotsTraded
+	}
+	setsStarted++
+	for _, i := range startOrder(configs) {
+		c := configs[i]
 		s, err := start(c)
 		if err != nil {
 			return fmt.Errorf("%s: %w", c.name, err)
@@ -547,6 +574,7 @@ type sample struct {
 	steal           float64       // the share of the machine's CPU time the hypervisor took meanwhile
 	pair            int           // side by side: the configuration beside any in this run; else -1
 	generation      int           // which of the run's sets of processes served it (-restart)
+	traded          bool          // with -against: served with the builds' slots traded
 }
 
 // The configurations ratios are taken to.
@@ -899,7 +927,7 @@ func writeCSV(path string, rows []sample, qps int) error {
 		return err
 	}
 	w := csv.NewWriter(f)
-	w.Write([]string{"round", "configuration", "beside", "qps", "completed", "lost", "cpu_us", "cpu_us_per_query", "dnsperf_cpu_us", "steal", "qps_limit", "generation"})
+	w.Write([]string{"round", "configuration", "beside", "qps", "completed", "lost", "cpu_us", "cpu_us_per_query", "dnsperf_cpu_us", "steal", "qps_limit", "generation", "slots_traded"})
 	for _, s := range rows {
 		var beside string
 		switch {
@@ -912,7 +940,7 @@ func writeCSV(path string, rows []sample, qps int) error {
 		w.Write([]string{strconv.Itoa(s.round), configs[s.config].name, beside, fmt.Sprintf("%.1f", s.qps),
 			strconv.FormatInt(s.completed, 10), strconv.FormatInt(s.lost, 10),
 			strconv.FormatInt(s.cpu.Microseconds(), 10), fmt.Sprintf("%.2f", s.cpuPerQuery()),
-			strconv.FormatInt(s.perfCPU.Microseconds(), 10), fmt.Sprintf("%.3f", s.steal), strconv.Itoa(qps), strconv.Itoa(s.generation)})
+			strconv.FormatInt(s.perfCPU.Microseconds(), 10), fmt.Sprintf("%.3f", s.steal), strconv.Itoa(qps), strconv.Itoa(s.generation), strconv.FormatBool(s.traded)})
 	}
 	w.Flush()
 	if err := w.Error(); err != nil {

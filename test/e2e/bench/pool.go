@@ -95,7 +95,11 @@ func pooled(paths []string) (string, error) {
 		}
 		batches = append(batches, rows)
 	}
-	return floorTable(batches...)
+	t, err := floorTable(batches...)
+	if err != nil || *against == "" {
+		return t, err
+	}
+	return t + "\n" + abTable(batches...), nil
 }
 
 // floorRatios adds each side-by-side run of batch b to ratios, by configuration and set of
@@ -159,6 +163,7 @@ func readRounds(path string) ([]sample, int, error) {
 	qps := 0
 	limit, hasLimit := col["qps_limit"]
 	gen, hasGen := col["generation"]
+	traded, hasTraded := col["slots_traded"]
 	var rows []sample
 	for line, r := range recs[1:] {
 		if hasLimit {
@@ -182,6 +187,11 @@ func readRounds(path string) ([]sample, int, error) {
 		if hasGen {
 			if s.generation, err = strconv.Atoi(r[gen]); err != nil {
 				return nil, 0, fmt.Errorf("%s:%d: generation %q: %w", path, line+2, r[gen], err)
+			}
+		}
+		if hasTraded {
+			if s.traded, err = strconv.ParseBool(r[traded]); err != nil {
+				return nil, 0, fmt.Errorf("%s:%d: slots_traded %q: %w", path, line+2, r[traded], err)
 			}
 		}
 		switch {
