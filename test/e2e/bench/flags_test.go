@@ -40,13 +40,7 @@ func TestCheckFlags(t *testing.T) {
 			oldA, oldR, oldE := *against, *rounds, *restartEvery
 			defer func() { *against, *rounds, *restartEvery = oldA, oldR, oldE }()
 			*against, *rounds, *restartEvery = "HEAD", tc.rounds, tc.restart
-			err := checkFlags()
-			switch {
-			case tc.wantErr == "" && err != nil:
-				t.Fatal(err)
-			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
-				t.Fatalf("err %v, want one saying %q", err, tc.wantErr)
-			}
+			wantFlagErr(t, checkFlags(), tc.wantErr)
 		})
 	}
 	for _, tc := range tests {
@@ -56,13 +50,18 @@ func TestCheckFlags(t *testing.T) {
 				*tc.flag = tc.value
 				defer func() { *tc.flag = old }()
 			}
-			err := checkFlags()
-			switch {
-			case tc.wantErr == "" && err != nil:
-				t.Fatal(err)
-			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
-				t.Fatalf("err %v, want one saying %q", err, tc.wantErr)
-			}
+			wantFlagErr(t, checkFlags(), tc.wantErr)
 		})
+	}
+}
+
+// wantFlagErr fails t unless err says want, or is nil when want is "".
+func wantFlagErr(t *testing.T, err error, want string) {
+	t.Helper()
+	switch {
+	case want == "" && err != nil:
+		t.Fatal(err)
+	case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+		t.Fatalf("err %v, want one saying %q", err, want)
 	}
 }
