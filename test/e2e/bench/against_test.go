@@ -132,3 +132,34 @@ func TestABTable(t *testing.T) {
 		}
 	}
 }
+
+// withModes drops only the nsguard configurations of the modes not listed.
+func TestWithModes(t *testing.T) {
+	tests := []struct {
+		cs      []config
+		list    string
+		want    []string // names kept
+		wantErr string
+	}{
+		{stockConfigs, "log,refuse", []string{"stock Corefile alone", "any (the floor)", "nsguard, mode log", "nsguard, mode refuse", "any again (the control)"}, ""},
+		{stockConfigs, "log", []string{"stock Corefile alone", "any (the floor)", "nsguard, mode log", "any again (the control)"}, ""},
+		{stockConfigs, "refuse", []string{"stock Corefile alone", "any (the floor)", "nsguard, mode refuse", "any again (the control)"}, ""},
+		// The template workaround refuses apexes without nsguard: it stays.
+		{chainConfigs, "log", []string{"kubernetes alone", "any (the floor)", "nsguard, mode log, no view", "nsguard, mode log", "template NXDOMAIN workaround"}, ""},
+		{stockConfigs, "log,nxdomain", nil, `unknown mode "nxdomain"`},
+		{stockConfigs, "", nil, `unknown mode ""`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.list, func(t *testing.T) {
+			got, err := withModes(tc.cs, tc.list)
+			wantFlagErr(t, err, tc.wantErr)
+			var names []string
+			for _, c := range got {
+				names = append(names, c.name)
+			}
+			if !slices.Equal(names, tc.want) {
+				t.Errorf("kept %q, want %q", names, tc.want)
+			}
+		})
+	}
+}

@@ -66,6 +66,25 @@ type config struct {
 // runsNSGuard reports whether c has an nsguard block.
 func (c config) runsNSGuard() bool { return c.nsguard != "" || c.stock != "" && c.stock != "any" }
 
+// withModes keeps, of the nsguard configurations of cs, those of the modes listed (-modes),
+// and every other configuration.
+func withModes(cs []config, list string) ([]config, error) {
+	keep := map[string]bool{}
+	for _, m := range strings.Split(list, ",") {
+		if m != "log" && m != "refuse" {
+			return nil, fmt.Errorf("-modes: unknown mode %q: want log, refuse, or both", m)
+		}
+		keep[m] = true
+	}
+	return slices.DeleteFunc(slices.Clone(cs), func(c config) bool {
+		mode := "log"
+		if c.refusesApex {
+			mode = "refuse"
+		}
+		return c.runsNSGuard() && !keep[mode]
+	}), nil
+}
+
 // configs are the configurations of the workload that runs: chainConfigs or stockConfigs.
 // Both start with the one ratios are taken to besides any (kubernetes alone, the stock
 // Corefile alone), then the any floor.
@@ -124,7 +143,9 @@ var (
 	// Batches of the same code, pooled: nothing is started.
 	// Two builds side by side in one run; its rounds.csv pools only with runs of the same -against.
 	against = flag.String("against", "", "a git revision: also run each nsguard configuration as built from it, on addresses of its own")
-	pool    = flag.String("pool", "", "comma-separated rounds.csv files of earlier side-by-side runs (of -workload's configurations): print their pooled ratios to any, and stop")
+	// A build for the measurement that refuses nothing can still be set against mode log.
+	modes = flag.String("modes", "log,refuse", "the nsguard modes whose configurations run: log, refuse, or both")
+	pool  = flag.String("pool", "", "comma-separated rounds.csv files of earlier side-by-side runs (of -workload's configurations): print their pooled ratios to any, and stop")
 )
 
 func main() {
@@ -141,8 +162,12 @@ func main() {
 		fmt.Fprintf(os.Stderr, "bench: -workload %q: want chain or stock\n", *workload)
 		os.Exit(2)
 	}
+	var err error
+	if configs, err = withModes(configs, *modes); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
+	}
 	if *against != "" {
-		var err error
 		if configs, err = withAgainst(configs, *against); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 			os.Exit(2)
