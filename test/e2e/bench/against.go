@@ -39,7 +39,7 @@ func withAgainst(cs []config, rev string) ([]config, error) {
 
 // tradeSlots gives each configuration built from -against's revision its twin's address, and
 // the twin its own: with the address goes the place in the start order (startOrder). The
-// same build measured one to four points apart in the two slots, so run() trades them every
+// same build measured one to four points apart in the two slots, so startAll trades them every
 // other set of processes: each build has each slot as often, a slot's bias cancels from the
 // A/B, and abTable shows it as the gap between the sets of either kind.
 func tradeSlots(cs []config) {
