@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
-	"maps"
 	"math/rand/v2"
 	"net/netip"
 	"os"
@@ -63,47 +61,16 @@ func startOrder(cs []config) []int {
 	return order
 }
 
-// copyBinary copies bin into dir: servers of a file no other server runs share no text
-// pages with the floor's, as the -against build's servers do not either.
-func copyBinary(bin, dir string) (string, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
-	src, err := os.Open(bin)
-	if err != nil {
-		return "", err
-	}
-	defer src.Close()
-	to := filepath.Join(dir, filepath.Base(bin))
-	dst, err := os.OpenFile(to, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o755)
-	if err != nil {
-		return "", err
-	}
-	if _, err := io.Copy(dst, src); err != nil {
-		dst.Close()
-		return "", err
-	}
-	return to, dst.Close()
-}
-
 // abTable sets each nsguard configuration of this build over its twin built from -against's
 // revision, in the same round: the ratio of their ratios to any, each beside any in its own
 // run. Its median and 95% CI draw sets of processes whole; the rows of sets whose slots were
 // as listed and of sets whose slots were traded differ by twice a slot's bias.
-func abTable(batches ...[]sample) string {
-	type key struct{ config, batch, round int }
-	toFloor := map[key]float64{}
+func abTable(batches ...[]sample) (string, error) {
+	toFloor := make([]map[runKey]float64, len(batches))
 	for b, rows := range batches {
-		floor := map[[2]int]float64{} // round, pair
-		for _, s := range rows {
-			if s.config == floorConfig && s.pair >= 0 {
-				floor[[2]int{s.round, s.pair}] = s.cpuPerQuery()
-			}
-		}
-		for _, s := range rows {
-			if f := floor[[2]int{s.round, s.pair}]; s.config != floorConfig && f > 0 {
-				toFloor[key{s.config, b, s.round}] = s.cpuPerQuery() / f
-			}
+		var err error
+		if toFloor[b], err = runRatios(rows); err != nil {
+			return "", err
 		}
 	}
 	var b strings.Builder
@@ -114,52 +81,41 @@ func abTable(batches ...[]sample) string {
 		if !c.against {
 			continue
 		}
+		bySet, traded := map[processSet][]float64{}, map[processSet]bool{}
+		for bi, rows := range batches {
+			for _, s := range rows {
+				mine, ok := toFloor[bi][runKey{c.twin, s.round}]
+				if s.config != a || !ok {
+					continue
+				}
+				k := processSet{bi, s.generation}
+				bySet[k], traded[k] = append(bySet[k], mine/toFloor[bi][runKey{a, s.round}]), s.traded
+			}
+		}
 		for _, part := range []struct {
 			name string
-			keep func(bool) bool
+			keep func(traded bool) bool
 		}{
 			{"", func(bool) bool { return true }},
 			{", slots as listed", func(t bool) bool { return !t }},
 			{", slots traded", func(t bool) bool { return t }},
 		} {
-			bySet := map[processSet][]float64{}
-			for b, rows := range batches {
-				for _, s := range rows {
-					if s.config != a || !part.keep(s.traded) {
-						continue
-					}
-					mine, ok1 := toFloor[key{c.twin, b, s.round}]
-					theirs, ok2 := toFloor[key{a, b, s.round}]
-					if ok1 && ok2 {
-						k := processSet{b, s.generation}
-						bySet[k] = append(bySet[k], mine/theirs)
-					}
+			kept := map[processSet][]float64{}
+			for k, v := range bySet {
+				if part.keep(traded[k]) {
+					kept[k] = v
 				}
 			}
-			var sets [][]float64
-			for _, k := range slices.SortedFunc(maps.Keys(bySet), processSet.compare) {
-				sets = append(sets, bySet[k])
-			}
-			all := slices.Concat(sets...)
-			if len(all) == 0 {
+			sets := inOrder(kept)
+			if len(sets) == 0 {
 				continue
 			}
-			ci := "none: one set"
-			if len(sets) > 1 {
-				lo, hi := medianCI(rng, sets)
-				ci = fmt.Sprintf("%.3f–%.3f", lo, hi)
-			}
-			lower := 0
-			for _, x := range all {
-				if x < 1 {
-					lower++
-				}
-			}
-			fmt.Fprintf(&b, "| %s%s | %d | %d | %.3f (%.3f–%.3f) | %s | %d of %d |\n", configs[c.twin].name, part.name, len(sets), len(all),
-				quantile(all, .5), quantile(all, .25), quantile(all, .75), ci, lower, len(all))
+			st := describe(rng, sets)
+			fmt.Fprintf(&b, "| %s%s | %d | %d | %s | %s | %d of %d |\n", configs[c.twin].name, part.name, len(sets), len(st.all),
+				st.median, st.ci, st.below, len(st.all))
 		}
 	}
-	return b.String()
+	return b.String(), nil
 }
 
 // buildAt builds cmd/coredns as it was at rev, from a worktree of root's repository that it

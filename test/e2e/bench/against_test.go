@@ -120,7 +120,10 @@ func TestABTable(t *testing.T) {
 				sample{round: r, config: floorConfig, pair: i, generation: gen, traded: gen == 1, cpu: us(floor), completed: 1000})
 		}
 	}
-	got := abTable(rows)
+	got, err := abTable(rows)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, want := range []string{
 		"| nsguard, mode log | 2 | 4 | 1.050 (1.000–1.100) | 1.000–1.100 | 0 of 4 |",
 		"| nsguard, mode log, slots as listed | 1 | 2 | 1.100 (1.100–1.100) | none: one set | 0 of 2 |",

@@ -246,7 +246,8 @@ func run() error {
 		if err != nil {
 			return err
 		}
-		mine, err := copyBinary(bin, filepath.Join(out, "this"))
+		// A file of its own, as the -against build's: no text pages shared with the floor's.
+		mine, err := coredns.Build(ctx, root, filepath.Join(out, "this"))
 		if err != nil {
 			return err
 		}
@@ -399,7 +400,7 @@ func runBatch(ctx context.Context, out, bin string, b batch, servers []*coredns.
 				if err != nil {
 					return "", fmt.Errorf("round %d, %s: %w", r, configs[i].name, err)
 				}
-				s[0].round, s[0].config, s[0].pair, s[0].generation, s[0].traded = r, i, -1, gen, slotsTraded
+				s[0].round, s[0].config, s[0].pair, s[0].generation, s[0].traded = r, i, -1, gen, slotsTraded()
 				rows = append(rows, s[0])
 				continue
 			}
@@ -415,8 +416,8 @@ func runBatch(ctx context.Context, out, bin string, b batch, servers []*coredns.
 			if err != nil {
 				return "", fmt.Errorf("round %d, %s beside any: %w", r, configs[i].name, err)
 			}
-			s[0].round, s[0].config, s[0].pair, s[0].generation, s[0].traded = r, i, i, gen, slotsTraded
-			s[1].round, s[1].config, s[1].pair, s[1].generation, s[1].traded = r, floorConfig, i, gen, slotsTraded
+			s[0].round, s[0].config, s[0].pair, s[0].generation, s[0].traded = r, i, i, gen, slotsTraded()
+			s[1].round, s[1].config, s[1].pair, s[1].generation, s[1].traded = r, floorConfig, i, gen, slotsTraded()
 			rows = append(rows, s...)
 		}
 		fmt.Fprintf(os.Stderr, "%s: round %d/%d done\n", b.name, r+1, *rounds)
@@ -437,7 +438,11 @@ func runBatch(ctx context.Context, out, bin string, b batch, servers []*coredns.
 		}
 		table += "\n" + ft
 		if *against != "" {
-			table += "\n" + abTable(rows)
+			ab, err := abTable(rows)
+			if err != nil {
+				return "", err
+			}
+			table += "\n" + ab
 		}
 	}
 	suffix := ""
@@ -447,19 +452,18 @@ func runBatch(ctx context.Context, out, bin string, b batch, servers []*coredns.
 	return table, writeCSV(filepath.Join(out, "rounds"+suffix+".csv"), rows, *rate)
 }
 
-// setsStarted counts startAll's sets of processes; with -against, slotsTraded says whether
-// the one running has its builds' slots traded (tradeSlots).
-var (
-	setsStarted int
-	slotsTraded bool
-)
+// setsStarted counts startAll's sets of processes.
+var setsStarted int
+
+// slotsTraded reports whether, with -against, the set of processes running has its builds'
+// slots traded (tradeSlots): every second one has.
+func slotsTraded() bool { return *against != "" && setsStarted%2 == 0 }
 
 // startAll starts a server for each configuration into servers. With -against, each set of
 // processes after the first trades the builds' slots again.
 func startAll(servers []*coredns.Server, start func(config) (*coredns.Server, error)) error {
 	if *against != "" && setsStarted > 0 {
 		tradeSlots(configs)
-		slotsTraded = !slotsTraded
 	}
 	setsStarted++
 	for _, i := range startOrder(configs) {

@@ -45,28 +45,53 @@ func floorTable(batches ...[]sample) (string, error) {
 		if len(bySet) == 0 {
 			continue
 		}
-		var sets [][]float64
+		sets := inOrder(bySet)
 		var setMedians []float64
-		for _, k := range slices.SortedFunc(maps.Keys(bySet), processSet.compare) {
-			sets = append(sets, bySet[k])
-			setMedians = append(setMedians, quantile(bySet[k], .5))
+		for _, set := range sets {
+			setMedians = append(setMedians, quantile(set, .5))
 		}
-		all := slices.Concat(sets...)
-		ci := "none: one set" // its runs share one bias, which no draw of them can show
-		if len(sets) > 1 {
-			lo, hi := medianCI(rng, sets)
-			ci = fmt.Sprintf("%.3f–%.3f", lo, hi)
-		}
-		above := 0
-		for _, x := range all {
-			if x > 1 {
-				above++
-			}
-		}
-		fmt.Fprintf(&b, "| %s | %d | %d | %.3f (%.3f–%.3f) | %s | %.3f–%.3f | %d of %d |\n", configs[i].name, len(all), len(sets),
-			quantile(all, .5), quantile(all, .25), quantile(all, .75), ci, slices.Min(setMedians), slices.Max(setMedians), above, len(all))
+		st := describe(rng, sets)
+		fmt.Fprintf(&b, "| %s | %d | %d | %s | %s | %.3f–%.3f | %d of %d |\n", configs[i].name, len(st.all), len(sets),
+			st.median, st.ci, slices.Min(setMedians), slices.Max(setMedians), st.above, len(st.all))
 	}
 	return b.String(), nil
+}
+
+// inOrder is the sets of bySet, in the order of their processSet.
+func inOrder(bySet map[processSet][]float64) [][]float64 {
+	var sets [][]float64
+	for _, k := range slices.SortedFunc(maps.Keys(bySet), processSet.compare) {
+		sets = append(sets, bySet[k])
+	}
+	return sets
+}
+
+// setStats is what a table row says of the ratios of some sets of processes.
+type setStats struct {
+	all          []float64
+	median       string // "median (p25–p75)"
+	ci           string // the 95% CI of the median, each set drawn whole
+	above, below int    // ratios above 1, and below
+}
+
+// describe gives the statistics of sets of ratios, each set one set of processes.
+func describe(rng *rand.Rand, sets [][]float64) setStats {
+	all := slices.Concat(sets...)
+	st := setStats{all: all, ci: "none: one set"} // its runs share one bias, which no draw of them can show
+	st.median = fmt.Sprintf("%.3f (%.3f–%.3f)", quantile(all, .5), quantile(all, .25), quantile(all, .75))
+	if len(sets) > 1 {
+		lo, hi := medianCI(rng, sets)
+		st.ci = fmt.Sprintf("%.3f–%.3f", lo, hi)
+	}
+	for _, x := range all {
+		switch {
+		case x > 1:
+			st.above++
+		case x < 1:
+			st.below++
+		}
+	}
+	return st
 }
 
 // processSet names the servers of one batch between two restarts (-restart).
@@ -99,34 +124,53 @@ func pooled(paths []string) (string, error) {
 	if err != nil || *against == "" {
 		return t, err
 	}
-	return t + "\n" + abTable(batches...), nil
+	ab, err := abTable(batches...)
+	return t + "\n" + ab, err
 }
 
 // floorRatios adds each side-by-side run of batch b to ratios, by configuration and set of
 // processes: its CPU per query over that of any, beside it in the same run.
 func floorRatios(b int, rows []sample, ratios []map[processSet][]float64) error {
-	type run struct{ round, pair int }
-	floor := map[run]float64{}
+	toFloor, err := runRatios(rows)
+	if err != nil {
+		return err
+	}
 	for _, s := range rows {
-		if s.pair < 0 {
-			return fmt.Errorf("%s, round %d: run one after the other; only side-by-side runs have a ratio to any", configs[s.config].name, s.round)
-		}
-		if s.config == floorConfig {
-			floor[run{s.round, s.pair}] = s.cpuPerQuery()
+		if s.config != floorConfig {
+			k := processSet{b, s.generation}
+			ratios[s.config][k] = append(ratios[s.config][k], toFloor[runKey{s.config, s.round}])
 		}
 	}
+	return nil
+}
+
+// runKey is one configuration's run in one round; side by side, any runs beside it.
+type runKey struct{ config, round int }
+
+// runRatios is, of each side-by-side run of rows but any's, its CPU per query over that of
+// any beside it in the same run.
+func runRatios(rows []sample) (map[runKey]float64, error) {
+	floor := map[runKey]float64{} // by the configuration beside it
+	for _, s := range rows {
+		if s.pair < 0 {
+			return nil, fmt.Errorf("%s, round %d: run one after the other; only side-by-side runs have a ratio to any", configs[s.config].name, s.round)
+		}
+		if s.config == floorConfig {
+			floor[runKey{s.pair, s.round}] = s.cpuPerQuery()
+		}
+	}
+	out := map[runKey]float64{}
 	for _, s := range rows {
 		if s.config == floorConfig {
 			continue
 		}
-		f, ok := floor[run{s.round, s.pair}]
+		f, ok := floor[runKey{s.pair, s.round}]
 		if !ok || f == 0 {
-			return fmt.Errorf("round %d of %s has no run of any beside it", s.round, configs[s.config].name)
+			return nil, fmt.Errorf("round %d of %s has no run of any beside it", s.round, configs[s.config].name)
 		}
-		k := processSet{b, s.generation}
-		ratios[s.config][k] = append(ratios[s.config][k], s.cpuPerQuery()/f)
+		out[runKey{s.config, s.round}] = s.cpuPerQuery() / f
 	}
-	return nil
+	return out, nil
 }
 
 // readRounds reads back what writeCSV wrote: of each run, what floorRatios needs, and the
