@@ -12,19 +12,17 @@
 package kubedns
 
 import (
-	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/miekg/dns"
 
 	"github.com/nsguard/nsguard/audit/model"
+	"github.com/nsguard/nsguard/test/e2e/dnsserve"
 )
 
 // Zone is the cluster zone the stand-in serves.
@@ -38,54 +36,36 @@ const (
 
 // Server is a running stand-in on UDP and TCP.
 type Server struct {
-	udp, tcp *dns.Server
-	addr     string
+	srv      *dnsserve.Server
 	cluster  atomic.Pointer[model.Cluster]
 	upstream model.UpstreamResolver
 }
 
 // Start listens on addr ("ip:port", port 0 picks one) for UDP and TCP and answers from c;
-// upstream ("ip:port", or "" for none) answers names outside the zone. Listening happens
-// before Start returns, so a busy port is reported here: Go does not set SO_REUSEPORT, so
-// even a leftover CoreDNS makes this fail.
+// upstream ("ip:port", or "" for none) answers names outside the zone. A busy port is
+// reported here.
 func Start(addr string, c *model.Cluster, upstream string) (*Server, error) {
-	pc, err := net.ListenPacket("udp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("kubedns: %s/udp not free (leftover server?): %w", addr, err)
-	}
-	// Same port for TCP, even when the caller asked for port 0.
-	l, err := net.Listen("tcp", pc.LocalAddr().String())
-	if err != nil {
-		pc.Close()
-		return nil, fmt.Errorf("kubedns: %s/tcp not free (leftover server?): %w", addr, err)
-	}
-	s := &Server{addr: pc.LocalAddr().String()}
+	s := &Server{}
 	if upstream != "" {
 		s.upstream = Forwarder(upstream)
 	}
 	s.cluster.Store(c)
-	var started sync.WaitGroup
-	started.Add(2)
-	h := dns.HandlerFunc(s.handle)
-	s.udp = &dns.Server{PacketConn: pc, Handler: h, NotifyStartedFunc: started.Done}
-	s.tcp = &dns.Server{Listener: l, Handler: h, NotifyStartedFunc: started.Done}
-	go s.udp.ActivateAndServe()
-	go s.tcp.ActivateAndServe()
-	// Shutdown before the servers are marked started would fail; wait.
-	started.Wait()
+	srv, err := dnsserve.Start(addr, dns.HandlerFunc(s.handle))
+	if err != nil {
+		return nil, fmt.Errorf("kubedns: %w", err)
+	}
+	s.srv = srv
 	return s, nil
 }
 
 // Addr is the "ip:port" both transports listen on.
-func (s *Server) Addr() string { return s.addr }
+func (s *Server) Addr() string { return s.srv.Addr() }
 
 // SetCluster replaces the objects the stand-in answers from, as kube-dns's watch would.
 func (s *Server) SetCluster(c *model.Cluster) { s.cluster.Store(c) }
 
-// Close stops both listeners.
-func (s *Server) Close() error {
-	return errors.Join(s.udp.Shutdown(), s.tcp.Shutdown())
-}
+// Close stops both listeners and returns once the address is free.
+func (s *Server) Close() error { return s.srv.Close() }
 
 func (s *Server) handle(w dns.ResponseWriter, req *dns.Msg) {
 	if len(req.Question) != 1 {

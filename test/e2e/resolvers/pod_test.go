@@ -13,6 +13,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/nsguard/nsguard/test/e2e/dnsserve"
 	"github.com/nsguard/nsguard/test/e2e/podnet"
 )
 
@@ -69,19 +70,16 @@ func TestLookupInPod(t *testing.T) {
 	}
 }
 
-// serveOneName answers A for name on podServerIP:53 (UDP), NXDOMAIN for any other name, and
+// serveOneName answers A for name on podServerIP:53 (UDP and TCP), NXDOMAIN for any other name, and
 // returns a function that lists the source address of every query so far.
 func serveOneName(t *testing.T, name, addr string) func() []string {
 	t.Helper()
-	pc, err := net.ListenPacket("udp", podServerIP+":53")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var mu sync.Mutex
 	var sources []string
-	srv := &dns.Server{PacketConn: pc, Handler: dns.HandlerFunc(func(w dns.ResponseWriter, r *dns.Msg) {
+	srv, err := dnsserve.Start(podServerIP+":53", dns.HandlerFunc(func(w dns.ResponseWriter, r *dns.Msg) {
+		src, _, _ := net.SplitHostPort(w.RemoteAddr().String())
 		mu.Lock()
-		sources = append(sources, w.RemoteAddr().(*net.UDPAddr).IP.String())
+		sources = append(sources, src)
 		mu.Unlock()
 		m := new(dns.Msg)
 		m.SetReply(r)
@@ -93,9 +91,11 @@ func serveOneName(t *testing.T, name, addr string) func() []string {
 			m.Answer = append(m.Answer, rr)
 		}
 		w.WriteMsg(m)
-	})}
-	go srv.ActivateAndServe()
-	t.Cleanup(func() { srv.Shutdown() })
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
 	return func() []string {
 		mu.Lock()
 		defer mu.Unlock()

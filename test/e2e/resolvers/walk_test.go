@@ -4,17 +4,16 @@ package resolvers
 
 import (
 	"context"
-	"github.com/nsguard/nsguard/audit/model"
-	"net"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/miekg/dns"
 
 	"github.com/nsguard/nsguard/audit"
+	"github.com/nsguard/nsguard/audit/model"
+	"github.com/nsguard/nsguard/test/e2e/dnsserve"
 )
 
 // walkServerIP is this test's server, apart from TestLookups's.
@@ -121,27 +120,13 @@ func TestWalk(t *testing.T) {
 	}
 }
 
-// serveScript answers s on addr over UDP and TCP until stop.
+// serveScript answers s on addr over UDP and TCP until stop, which returns once addr is free
+// for the next subtest.
 func serveScript(t *testing.T, addr string, s script) (stop func()) {
 	t.Helper()
-	pc, err := net.ListenPacket("udp", addr)
+	srv, err := dnsserve.Start(addr, dns.HandlerFunc(s.serve))
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		pc.Close()
-		t.Fatal(err)
-	}
-	var started sync.WaitGroup
-	started.Add(2)
-	udp := &dns.Server{PacketConn: pc, Handler: dns.HandlerFunc(s.serve), NotifyStartedFunc: started.Done}
-	tcp := &dns.Server{Listener: l, Handler: dns.HandlerFunc(s.serve), NotifyStartedFunc: started.Done}
-	go udp.ActivateAndServe()
-	go tcp.ActivateAndServe()
-	started.Wait()
-	return func() {
-		udp.Shutdown()
-		tcp.Shutdown()
-	}
+	return func() { srv.Close() }
 }
