@@ -39,11 +39,15 @@ func withAgainst(cs []config, rev string) ([]config, error) {
 // the twin its own: with the address goes the place in the start order (startOrder). The
 // same build measured one to four points apart in the two slots, so startAll trades them every
 // other set of processes: each build has each slot as often, a slot's bias cancels from the
-// A/B, and abTable shows it as the gap between the sets of either kind.
+// A/B, and abTable shows it as the gap between the sets of either kind. With -floors own, each
+// own floor trades with the configuration it runs beside in the same way.
 func tradeSlots(cs []config) {
 	for i, c := range cs {
-		if c.against {
+		switch {
+		case c.against:
 			cs[i].ip, cs[c.twin].ip = cs[c.twin].ip, c.ip
+		case c.ownFloor:
+			cs[i].ip, cs[c.beside].ip = cs[c.beside].ip, c.ip
 		}
 	}
 }

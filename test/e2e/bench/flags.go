@@ -27,12 +27,29 @@ func checkFlags() error {
 			return fmt.Errorf("-%s %d: want %s", f.name, f.v, f.want)
 		}
 	}
-	// Each build must hold each slot as often (tradeSlots): in every mix, an even number of
-	// sets of processes.
-	if *against != "" && *pool == "" {
+	switch *floors {
+	case "shared":
+	case "own":
+		if !*sideBySide {
+			return fmt.Errorf("-floors own with -side-by-side=false: a floor is what a configuration runs beside")
+		}
+	default:
+		return fmt.Errorf("-floors %q: want shared or own", *floors)
+	}
+	// Each server of a pair that trades slots (tradeSlots) must hold each as often: in every
+	// mix, an even number of sets of processes.
+	if trading() && *pool == "" {
 		if sets := (*rounds + *restartEvery - 1) / max(*restartEvery, 1); *restartEvery == 0 || sets%2 != 0 {
-			return fmt.Errorf("-against with -rounds %d -restart %d: want an even number of sets of processes (-restart rounds each), so that each build runs in each slot as often", *rounds, *restartEvery)
+			return fmt.Errorf("%s with -rounds %d -restart %d: want an even number of sets of processes (-restart rounds each), so that each server of a pair runs in each slot as often", tradingFlag(), *rounds, *restartEvery)
 		}
 	}
 	return nil
+}
+
+// tradingFlag names the flag that makes slots trade.
+func tradingFlag() string {
+	if *against != "" {
+		return "-against"
+	}
+	return "-floors own"
 }

@@ -43,6 +43,28 @@ func TestCheckFlags(t *testing.T) {
 			wantFlagErr(t, checkFlags(), tc.wantErr)
 		})
 	}
+	// -floors: shared or own; own floors trade slots as -against's builds do, and are what a
+	// configuration runs beside.
+	floorTests := []struct {
+		name, floors string
+		rounds       int
+		sideBySide   bool
+		wantErr      string
+	}{
+		{"own, six sets", "own", 30, true, ""},
+		{"own, three sets", "own", 15, true, "-floors own with -rounds 15 -restart 5: want an even number"},
+		{"own, one after the other", "own", 30, false, "-floors own with -side-by-side=false"},
+		{"shared, three sets", "shared", 15, true, ""},
+		{"unknown", "mine", 30, true, `-floors "mine": want shared or own`},
+	}
+	for _, tc := range floorTests {
+		t.Run("floors, "+tc.name, func(t *testing.T) {
+			oldF, oldR, oldS := *floors, *rounds, *sideBySide
+			defer func() { *floors, *rounds, *sideBySide = oldF, oldR, oldS }()
+			*floors, *rounds, *sideBySide = tc.floors, tc.rounds, tc.sideBySide
+			wantFlagErr(t, checkFlags(), tc.wantErr)
+		})
+	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.flag != nil {

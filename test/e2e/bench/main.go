@@ -61,6 +61,8 @@ type config struct {
 	refusesApex bool
 	against     bool // built from -against's revision
 	twin        int  // if against: the index of the same configuration of this build
+	ownFloor    bool // -floors own: an any that runs beside one configuration only
+	beside      int  // if ownFloor: the index of that configuration
 }
 
 // runsNSGuard reports whether c has an nsguard block.
@@ -145,7 +147,9 @@ var (
 	against = flag.String("against", "", "a git revision: also run each nsguard configuration as built from it, on addresses of its own")
 	// A build for the measurement that refuses nothing can still be set against mode log.
 	modes = flag.String("modes", "log,refuse", "the nsguard modes whose configurations run: log, refuse, or both")
-	pool  = flag.String("pool", "", "comma-separated rounds.csv files of earlier side-by-side runs (of -workload's configurations): print their pooled ratios to any, and stop")
+	// The shared floor is busy in every pair, each other server idles between its turns.
+	floors = flag.String("floors", "shared", "shared: one any beside every configuration; own: each configuration beside an any of its own, which idles as it does (not with -against)")
+	pool   = flag.String("pool", "", "comma-separated rounds.csv files of earlier side-by-side runs (of -workload's configurations): print their pooled ratios to any, and stop")
 )
 
 func main() {
@@ -169,6 +173,12 @@ func main() {
 	}
 	if *against != "" {
 		if configs, err = withAgainst(configs, *against); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(2)
+		}
+	}
+	if *floors == "own" {
+		if configs, err = withOwnFloors(configs); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 			os.Exit(2)
 		}
@@ -368,7 +378,10 @@ func runBatch(ctx context.Context, out, bin string, b batch, servers []*coredns.
 		return "", err
 	}
 	how := "one after the other"
-	if *sideBySide {
+	switch {
+	case *floors == "own":
+		how = "each beside an any of its own (-floors own), slots traded every other set"
+	case *sideBySide:
 		how = "each beside any"
 	}
 	if *restartEvery > 0 && *restartEvery < *rounds {
@@ -404,20 +417,21 @@ func runBatch(ctx context.Context, out, bin string, b batch, servers []*coredns.
 				rows = append(rows, s[0])
 				continue
 			}
-			if i == floorConfig {
-				continue // it runs beside every other
+			if isFloor(i) {
+				continue // it runs beside the others, or its own
 			}
+			f := floorOf(i)
 			if *warm > 0 {
-				if _, err := dnsperf(ctx, b.loads, configs[i].ip, *warm); err != nil {
+				if err := warmBeside(ctx, b, i, f); err != nil {
 					return "", fmt.Errorf("round %d, warming %s: %w", r, configs[i].name, err)
 				}
 			}
-			s, err := measure(ctx, b.loads, []*coredns.Server{servers[i], servers[floorConfig]}, configs[i].ip, configs[floorConfig].ip)
+			s, err := measure(ctx, b.loads, []*coredns.Server{servers[i], servers[f]}, configs[i].ip, configs[f].ip)
 			if err != nil {
 				return "", fmt.Errorf("round %d, %s beside any: %w", r, configs[i].name, err)
 			}
 			s[0].round, s[0].config, s[0].pair, s[0].generation, s[0].traded = r, i, i, gen, slotsTraded()
-			s[1].round, s[1].config, s[1].pair, s[1].generation, s[1].traded = r, floorConfig, i, gen, slotsTraded()
+			s[1].round, s[1].config, s[1].pair, s[1].generation, s[1].traded = r, f, i, gen, slotsTraded()
 			rows = append(rows, s...)
 		}
 		fmt.Fprintf(os.Stderr, "%s: round %d/%d done\n", b.name, r+1, *rounds)
@@ -455,14 +469,18 @@ func runBatch(ctx context.Context, out, bin string, b batch, servers []*coredns.
 // setsStarted counts startAll's sets of processes.
 var setsStarted int
 
-// slotsTraded reports whether, with -against, the set of processes running has its builds'
-// slots traded (tradeSlots): every second one has.
-func slotsTraded() bool { return *against != "" && setsStarted%2 == 0 }
+// trading reports whether the slots of pairs of servers trade (tradeSlots): the two builds'
+// with -against, each configuration's and its floor's with -floors own.
+func trading() bool { return *against != "" || *floors == "own" }
 
-// startAll starts a server for each configuration into servers. With -against, each set of
-// processes after the first trades the builds' slots again.
+// slotsTraded reports whether the set of processes running has its slots traded: every
+// second one has.
+func slotsTraded() bool { return trading() && setsStarted%2 == 0 }
+
+// startAll starts a server for each configuration into servers. With -against or -floors
+// own, each set of processes after the first trades the slots again.
 func startAll(servers []*coredns.Server, start func(config) (*coredns.Server, error)) error {
-	if *against != "" && setsStarted > 0 {
+	if trading() && setsStarted > 0 {
 		tradeSlots(configs)
 	}
 	setsStarted++
@@ -603,7 +621,7 @@ type sample struct {
 	steal           float64       // the share of the machine's CPU time the hypervisor took meanwhile
 	pair            int           // side by side: the configuration beside any in this run; else -1
 	generation      int           // which of the run's sets of processes served it (-restart)
-	traded          bool          // with -against: served with the builds' slots traded
+	traded          bool          // with -against or -floors own: served with the slots traded
 }
 
 // The configurations ratios are taken to.
@@ -799,7 +817,7 @@ func summarize(rows []sample, n int) string {
 					by[i][s.round].floor = s
 				}
 			}
-		case s.config != floorConfig:
+		case !isFloor(s.config):
 			by[s.config][s.round].s = s
 		default:
 			by[s.pair][s.round].floor = s
@@ -816,6 +834,9 @@ func summarize(rows []sample, n int) string {
 		return fmt.Sprintf("%.3f (%.3f–%.3f)", quantile(v, .5), quantile(v, .25), quantile(v, .75))
 	}
 	for i, c := range configs {
+		if c.ownFloor && i != floorConfig {
+			continue // beside one configuration: in its ratio to any
+		}
 		var qps, cpu, qr, cr, fr []float64
 		for r := range n {
 			x, base := by[i][r], by[baseConfig][r]
@@ -961,10 +982,10 @@ func writeCSV(path string, rows []sample, qps int) error {
 		var beside string
 		switch {
 		case s.pair < 0: // one after the other
-		case s.config == floorConfig:
+		case isFloor(s.config):
 			beside = configs[s.pair].name
 		default:
-			beside = configs[floorConfig].name
+			beside = configs[floorOf(s.config)].name
 		}
 		w.Write([]string{strconv.Itoa(s.round), configs[s.config].name, beside, fmt.Sprintf("%.1f", s.qps),
 			strconv.FormatInt(s.completed, 10), strconv.FormatInt(s.lost, 10),

@@ -136,7 +136,7 @@ func floorRatios(b int, rows []sample, ratios []map[processSet][]float64) error 
 		return err
 	}
 	for _, s := range rows {
-		if s.config != floorConfig {
+		if !isFloor(s.config) {
 			k := processSet{b, s.generation}
 			ratios[s.config][k] = append(ratios[s.config][k], toFloor[runKey{s.config, s.round}])
 		}
@@ -155,13 +155,16 @@ func runRatios(rows []sample) (map[runKey]float64, error) {
 		if s.pair < 0 {
 			return nil, fmt.Errorf("%s, round %d: run one after the other; only side-by-side runs have a ratio to any", configs[s.config].name, s.round)
 		}
-		if s.config == floorConfig {
+		if isFloor(s.config) {
+			if f := floorOf(s.pair); s.config != f {
+				return nil, fmt.Errorf("round %d of %s ran beside %s, not %s: runs with the shared floor and with own floors (-floors) do not pool", s.round, configs[s.pair].name, configs[s.config].name, configs[f].name)
+			}
 			floor[runKey{s.pair, s.round}] = s.cpuPerQuery()
 		}
 	}
 	out := map[runKey]float64{}
 	for _, s := range rows {
-		if s.config == floorConfig {
+		if isFloor(s.config) {
 			continue
 		}
 		f, ok := floor[runKey{s.pair, s.round}]
@@ -240,7 +243,7 @@ func readRounds(path string) ([]sample, int, error) {
 		}
 		switch {
 		case beside < 0: // one after the other
-		case config == floorConfig:
+		case isFloor(config):
 			s.pair = beside
 		default:
 			s.pair = config
