@@ -426,12 +426,19 @@ func runBatch(ctx context.Context, out, bin string, b batch, servers []*coredns.
 					return "", fmt.Errorf("round %d, warming %s: %w", r, configs[i].name, err)
 				}
 			}
-			s, err := measure(ctx, b.loads, []*coredns.Server{servers[i], servers[f]}, configs[i].ip, configs[f].ip)
+			// Each server of the pair has its dnsperf started, and its CPU time read, first in
+			// every other round.
+			pair := []int{i, f}
+			if r%2 == 1 {
+				pair = []int{f, i}
+			}
+			s, err := measure(ctx, b.loads, []*coredns.Server{servers[pair[0]], servers[pair[1]]}, configs[pair[0]].ip, configs[pair[1]].ip)
 			if err != nil {
 				return "", fmt.Errorf("round %d, %s beside any: %w", r, configs[i].name, err)
 			}
-			s[0].round, s[0].config, s[0].pair, s[0].generation, s[0].traded = r, i, i, gen, slotsTraded()
-			s[1].round, s[1].config, s[1].pair, s[1].generation, s[1].traded = r, f, i, gen, slotsTraded()
+			for k, c := range pair {
+				s[k].round, s[k].config, s[k].pair, s[k].generation, s[k].traded = r, c, i, gen, slotsTraded()
+			}
 			rows = append(rows, s...)
 		}
 		fmt.Fprintf(os.Stderr, "%s: round %d/%d done\n", b.name, r+1, *rounds)
