@@ -33,11 +33,14 @@ func withOwnFloors(cs []config) ([]config, error) {
 		a := base.As4()
 		a[3] = byte(21 + len(out) - len(cs))
 		f := cs[floorConfig]
-		f.name, f.ip, f.ownFloor, f.beside = "any beside "+c.name, netip.AddrFrom4(a).String(), true, i
+		f.name, f.ip, f.ownFloor, f.beside = ownFloorPrefix+c.name, netip.AddrFrom4(a).String(), true, i
 		out = append(out, f)
 	}
 	return out, nil
 }
+
+// ownFloorPrefix begins the name of an own floor, before the name of its configuration.
+const ownFloorPrefix = "any beside "
 
 // floorOf is the index of the any that configuration i runs beside: its own, or the shared
 // floor.

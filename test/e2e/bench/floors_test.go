@@ -114,6 +114,12 @@ func TestOwnFloorTable(t *testing.T) {
 		t.Errorf("the rows tabled at once give %q, %v; read back from their file %q", direct, err, got)
 	}
 
+	// Without -floors own, the file's own floors are named for what they are.
+	configs = stockConfigs
+	_, err = pooled([]string{path})
+	wantFlagErr(t, err, "a run with own floors: pool it with -floors own")
+	useOwnFloors(t)
+
 	// Mode log beside the shared floor, as a run without -floors own has it.
 	shared := slices.Clone(rows)
 	for k, s := range shared {

@@ -227,6 +227,9 @@ func readRounds(path string) ([]sample, int, error) {
 		completed, err2 := strconv.ParseInt(r[col["completed"]], 10, 64)
 		cpu, err3 := strconv.ParseInt(r[col["cpu_us"]], 10, 64)
 		if !ok1 || config < 0 || !ok2 || err1 != nil || err2 != nil || err3 != nil {
+			if *floors != "own" && (strings.HasPrefix(r[col["configuration"]], ownFloorPrefix) || strings.HasPrefix(r[col["beside"]], ownFloorPrefix)) {
+				return nil, 0, fmt.Errorf("%s:%d: a run with own floors: pool it with -floors own", path, line+2)
+			}
 			return nil, 0, fmt.Errorf("%s:%d: not a run of this bench: %q", path, line+2, r)
 		}
 		s.round, s.config, s.completed, s.cpu = round, config, completed, time.Duration(cpu)*time.Microsecond
