@@ -43,11 +43,8 @@ func withAgainst(cs []config, rev string) ([]config, error) {
 // own floor trades with the configuration it runs beside in the same way.
 func tradeSlots(cs []config) {
 	for i, c := range cs {
-		switch {
-		case c.against:
+		if c.against || c.ownFloor {
 			cs[i].ip, cs[c.twin].ip = cs[c.twin].ip, c.ip
-		case c.ownFloor:
-			cs[i].ip, cs[c.beside].ip = cs[c.beside].ip, c.ip
 		}
 	}
 }

@@ -22,7 +22,7 @@ func withOwnFloors(cs []config) ([]config, error) {
 		return nil, err
 	}
 	out := slices.Clone(cs)
-	out[floorConfig].ownFloor, out[floorConfig].beside = true, baseConfig
+	out[floorConfig].ownFloor, out[floorConfig].twin = true, baseConfig
 	for i, c := range cs {
 		if i == baseConfig || i == floorConfig {
 			continue
@@ -33,7 +33,7 @@ func withOwnFloors(cs []config) ([]config, error) {
 		a := base.As4()
 		a[3] = byte(21 + len(out) - len(cs))
 		f := cs[floorConfig]
-		f.name, f.ip, f.ownFloor, f.beside = ownFloorPrefix+c.name, netip.AddrFrom4(a).String(), true, i
+		f.name, f.ip, f.ownFloor, f.twin = ownFloorPrefix+c.name, netip.AddrFrom4(a).String(), true, i
 		out = append(out, f)
 	}
 	return out, nil
@@ -46,7 +46,7 @@ const ownFloorPrefix = "any beside "
 // floor.
 func floorOf(i int) int {
 	for j, c := range configs {
-		if c.ownFloor && c.beside == i {
+		if c.ownFloor && c.twin == i {
 			return j
 		}
 	}

@@ -60,9 +60,10 @@ type config struct {
 	stock       string // the stock workload: the lines added to the stock Corefile
 	refusesApex bool
 	against     bool // built from -against's revision
-	twin        int  // if against: the index of the same configuration of this build
 	ownFloor    bool // -floors own: an any that runs beside one configuration only
-	beside      int  // if ownFloor: the index of that configuration
+	// If against: the index of the same configuration of this build; if ownFloor: of the
+	// configuration it runs beside. tradeSlots trades their slots.
+	twin int
 }
 
 // runsNSGuard reports whether c has an nsguard block.

@@ -3,7 +3,6 @@ package kubedns
 import (
 	"context"
 	"fmt"
-	"net"
 	"slices"
 	"testing"
 	"time"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/nsguard/nsguard/audit"
 	"github.com/nsguard/nsguard/audit/model"
+	"github.com/nsguard/nsguard/test/e2e/dnsserve"
 	"github.com/nsguard/nsguard/test/e2e/resolvers"
 )
 
@@ -207,11 +207,7 @@ func TestBusyPort(t *testing.T) {
 // for their other types, and NXDOMAIN for the rest.
 func upstream(t *testing.T, addrs map[string]string) string {
 	t.Helper()
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &dns.Server{PacketConn: pc, Handler: dns.HandlerFunc(func(w dns.ResponseWriter, r *dns.Msg) {
+	srv, err := dnsserve.Start("127.0.0.1:0", dns.HandlerFunc(func(w dns.ResponseWriter, r *dns.Msg) {
 		m := new(dns.Msg)
 		m.SetReply(r)
 		ip, ok := addrs[r.Question[0].Name]
@@ -223,10 +219,12 @@ func upstream(t *testing.T, addrs map[string]string) string {
 			m.Answer = []dns.RR{rr}
 		}
 		w.WriteMsg(m)
-	})}
-	go srv.ActivateAndServe()
-	t.Cleanup(func() { srv.Shutdown() })
-	return pc.LocalAddr().String()
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	return srv.Addr()
 }
 
 func strs(rrs []dns.RR) []string {

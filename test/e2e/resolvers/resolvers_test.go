@@ -5,7 +5,6 @@ package resolvers
 import (
 	"bytes"
 	"context"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,6 +15,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/nsguard/nsguard/audit"
+	"github.com/nsguard/nsguard/test/e2e/dnsserve"
 	"github.com/nsguard/nsguard/test/e2e/kubedns"
 )
 
@@ -39,16 +39,14 @@ func TestLookups(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The last search domain, corp.example, is outside the cluster: an upstream that knows no name.
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	upstream, err := dnsserve.Start("127.0.0.1:0", dns.HandlerFunc(func(w dns.ResponseWriter, r *dns.Msg) {
+		w.WriteMsg(new(dns.Msg).SetRcode(r, dns.RcodeNameError))
+	}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	upstream := &dns.Server{PacketConn: pc, Handler: dns.HandlerFunc(func(w dns.ResponseWriter, r *dns.Msg) {
-		w.WriteMsg(new(dns.Msg).SetRcode(r, dns.RcodeNameError))
-	})}
-	go upstream.ActivateAndServe()
-	defer upstream.Shutdown()
-	srv, err := kubedns.Start(serverIP+":53", incident, pc.LocalAddr().String())
+	defer upstream.Close()
+	srv, err := kubedns.Start(serverIP+":53", incident, upstream.Addr())
 	if err != nil {
 		t.Fatal(err)
 	}
