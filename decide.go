@@ -41,8 +41,9 @@ func (g *NSGuard) answer(ctx context.Context, w dns.ResponseWriter, r *dns.Msg, 
 		w.WriteMsg(res)
 		return rcode, err
 	}
-	sc := g.counters.forServer(ctx)
-	d.count(sc)
+	ns, _, _ := strings.Cut(d.pod, "/")
+	cc := g.counters.forClient(ctx, d.name.Zone, ns)
+	d.count(cc)
 	if d.action == actionRefused {
 		w.WriteMsg(refusal(r, res, g.rcode, g.soas[d.name.Zone]))
 		rcode, err = dns.RcodeSuccess, nil // written: the server must not answer again
@@ -53,9 +54,9 @@ func (g *NSGuard) answer(ctx context.Context, w dns.ResponseWriter, r *dns.Msg, 
 		w.WriteMsg(res)
 	}
 	if d.action != actionAllowed {
-		g.report(sc, r, res, &d)
+		g.report(cc, r, res, &d)
 		if g.podEvents && d.pod != "" {
-			g.offer(sc, r, &d)
+			g.offer(cc, r, &d)
 		}
 	}
 	return rcode, err
@@ -64,8 +65,8 @@ func (g *NSGuard) answer(ctx context.Context, w dns.ResponseWriter, r *dns.Msg, 
 // offer hands d to the Events worker.
 //
 //go:noinline
-func (g *NSGuard) offer(sc *serverCounters, r *dns.Msg, d *decision) {
-	g.events.offer(sc.server, r, *d)
+func (g *NSGuard) offer(cc *clientCounters, r *dns.Msg, d *decision) {
+	g.events.offer(cc.server, r, *d)
 }
 
 // decide reads who asked and what came back into d, a decision with only its name, and
@@ -112,14 +113,12 @@ func (g *NSGuard) decide(ctx context.Context, w dns.ResponseWriter, res *dns.Msg
 }
 
 // count adds the decision to its counter.
-func (d *decision) count(sc *serverCounters) {
-	ns, _, _ := strings.Cut(d.pod, "/")
-	cc := sc.forClient(d.name.Zone, ns)
+func (d *decision) count(cc *clientCounters) {
 	if d.kind == apexKind {
-		sc.apex(cc, d.answer, d.action)
+		cc.countApex(d.answer, d.action)
 		return
 	}
-	sc.shadow(cc, d.action)
+	cc.countShadow(d.action)
 }
 
 // viewSynced reports whether the cluster view has synced, and counts it when not.

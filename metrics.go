@@ -172,88 +172,87 @@ var (
 )
 
 // heldCounters are the counters one NSGuard's held answers add to. Every held answer adds to
-// two, so they are found without hashing six label values: by the query's server (a pointer
-// in its context) and view, then by zone and client namespace, then by position. Each series
-// is still made when it is first counted, as WithLabelValues would make it.
+// one or two, so they are found by a single lookup, without hashing six label values: by
+// the query's server (a pointer in its context), view, zone and client namespace, then by
+// position. Each series is still made when it is first counted, as WithLabelValues would
+// make it.
 type heldCounters struct {
-	servers readMostly[serverKey, *serverCounters]
+	clients readMostly[clientKey, *clientCounters]
 }
 
-type serverKey struct {
-	srv  any // the context's dnsserver.Key value: the *dnsserver.Server, or nil
-	view string
+type clientKey struct {
+	srv                   any // the context's dnsserver.Key value: the *dnsserver.Server, or nil
+	view, zone, namespace string
 }
 
-// serverCounters are the counters of one server and view.
-type serverCounters struct {
-	server, view string
-	suppressed   [2]lazyCounter // by reason: repeat, limit
-	clients      readMostly[clientKey, *clientCounters]
-}
-
-type clientKey struct{ zone, namespace string }
-
-// clientCounters are the counters of one zone and client namespace, under one server.
+// clientCounters are the counters of one server, view, zone and client namespace. The
+// suppressed lines' series is the server's: every clientCounters of a server counts into it.
 type clientCounters struct {
-	zone, clientNS string            // label values
-	apex           [2][3]lazyCounter // by answer (records, nodata) and action (logged, refused, allowed)
-	shadow         [3]lazyCounter    // by action
+	server, view, zone, clientNS string            // label values
+	apex                         [2][3]lazyCounter // by answer (records, nodata) and action (logged, refused, allowed)
+	shadow                       [3]lazyCounter    // by action
+	suppressed                   [2]lazyCounter    // by reason: repeat, limit
+	mu                           sync.Mutex        // held while a series is made
 }
 
-// lazyCounter is one series, made when first counted. Two first counts at once make it
-// twice, and the vector gives both the same series.
-type lazyCounter struct{ p atomic.Pointer[counterRef] }
-
-type counterRef struct{ prometheus.Counter }
+// lazyCounter is one series, made when first counted. It sits in place in its
+// clientCounters: a held answer reads it in the lines it reads anyway, with no pointer to
+// follow before the series itself.
+type lazyCounter struct {
+	made atomic.Bool
+	c    prometheus.Counter // set once, before made
+}
 
 // add counts one on the series if it is made; else it reports false, for the caller to make it.
 func (l *lazyCounter) add() bool {
-	if p := l.p.Load(); p != nil {
-		p.Inc()
+	if l.made.Load() {
+		l.c.Inc()
 		return true
 	}
 	return false
 }
 
-func (l *lazyCounter) make(c prometheus.Counter) {
-	l.p.Store(&counterRef{c})
-	c.Inc()
+// make sets the series of l, unless an answer on another CPU made it first, and counts one.
+func (cc *clientCounters) make(l *lazyCounter, vec *prometheus.CounterVec, labels ...string) {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	if !l.made.Load() {
+		l.c = vec.WithLabelValues(labels...)
+		l.made.Store(true)
+	}
+	l.c.Inc()
 }
 
-// forServer returns the counters of the query's server and view.
-func (h *heldCounters) forServer(ctx context.Context) *serverCounters {
-	return h.servers.get(serverKey{ctx.Value(dnsserver.Key{}), metrics.WithView(ctx)}, func(k serverKey) *serverCounters {
-		return &serverCounters{server: metrics.WithServer(ctx), view: k.view}
-	})
-}
-
-// forClient returns the counters of zone and of the client Pod's namespace ns ("" unknown).
-func (sc *serverCounters) forClient(zone, ns string) *clientCounters {
-	return sc.clients.get(clientKey{zone, ns}, func(k clientKey) *clientCounters {
-		return &clientCounters{zone: k.zone, clientNS: clientNamespaces.value(sc.server, k.namespace)}
+// forClient returns the counters of the query's server and view, of zone, and of the client
+// Pod's namespace ns ("" unknown).
+func (h *heldCounters) forClient(ctx context.Context, zone, ns string) *clientCounters {
+	k := clientKey{ctx.Value(dnsserver.Key{}), metrics.WithView(ctx), zone, ns}
+	return h.clients.get(k, func(k clientKey) *clientCounters {
+		server := metrics.WithServer(ctx)
+		return &clientCounters{server: server, view: k.view, zone: k.zone, clientNS: clientNamespaces.value(server, k.namespace)}
 	})
 }
 
 // suppressedLine counts a log line the limits held back.
-func (sc *serverCounters) suppressedLine(reason string) {
-	l := &sc.suppressed[0]
+func (cc *clientCounters) suppressedLine(reason string) {
+	l := &cc.suppressed[0]
 	if reason == reasonLimit {
-		l = &sc.suppressed[1]
+		l = &cc.suppressed[1]
 	}
 	if !l.add() {
-		l.make(logLinesSuppressed.WithLabelValues(sc.server, reason))
+		cc.make(l, logLinesSuppressed, cc.server, reason)
 	}
 }
 
-func (sc *serverCounters) apex(cc *clientCounters, answer, action string) {
+func (cc *clientCounters) countApex(answer, action string) {
 	if l := &cc.apex[answerIndex(answer)][actionIndex(action)]; !l.add() {
-		l.make(namespaceApexAnswers.WithLabelValues(sc.server, cc.zone, sc.view, answer, action, cc.clientNS))
+		cc.make(l, namespaceApexAnswers, cc.server, cc.zone, cc.view, answer, action, cc.clientNS)
 	}
 }
 
-func (sc *serverCounters) shadow(cc *clientCounters, action string) {
+func (cc *clientCounters) countShadow(action string) {
 	if l := &cc.shadow[actionIndex(action)]; !l.add() {
-		l.make(endpointShadows.WithLabelValues(sc.server, cc.zone, sc.view, action, cc.clientNS))
+		cc.make(l, endpointShadows, cc.server, cc.zone, cc.view, action, cc.clientNS)
 	}
 }
 

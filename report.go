@@ -20,12 +20,12 @@ const maxAdvised = 3
 // report logs one line about a decision, within the log limits. Nearly every call during an
 // incident is a repeat the limits hold back: the line is built in a function of its own, so
 // that its buffers stay off the stack of the calls that build none.
-func (g *NSGuard) report(sc *serverCounters, r, res *dns.Msg, d *decision) {
+func (g *NSGuard) report(cc *clientCounters, r, res *dns.Msg, d *decision) {
 	q := r.Question[0]
 	var buf [300]byte // a name is at most 255 octets
 	ok, held, reason := g.limiter.allow(limitKey(buf[:0], d.client, q))
 	if !ok {
-		sc.suppressedLine(reason)
+		cc.suppressedLine(reason)
 		return
 	}
 	g.logLine(q, res, d, held)
