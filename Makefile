@@ -57,6 +57,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzOffenders$$' -fuzztime $(FUZZTIME) ./cmd/nsguard
 	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) ./audit
 	$(GO) test -run '^$$' -fuzz '^FuzzPodDecoder$$' -fuzztime $(FUZZTIME) ./clusterview
+	$(GO) test -run '^$$' -fuzz '^FuzzAgrees$$' -fuzztime $(FUZZTIME) ./clusterview/leanpod
 
 # Go benchmarks, 10 runs each; benchstat puts nsguard beside the next handler alone, beside
 # cache alone for the held path through cache (ServeDNSThroughCache), and beside the any
