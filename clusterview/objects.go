@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/nsguard/nsguard/clusterdns"
+	"github.com/nsguard/nsguard/clusterview/leanpod"
 )
 
 // The view keeps only these small objects: transforms turn each API object into one as it
@@ -103,30 +104,23 @@ type podObj struct {
 
 // toPod reduces a Pod to what naming a client needs. A host-network Pod has its node's
 // address, and a finished one's may be another Pod's already: neither gets addresses.
-func toPod(p *corev1.Pod, uids bool) *podObj {
-	w := podWire{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name, UID: p.UID},
-		hostNetwork: p.Spec.HostNetwork, phase: p.Status.Phase, podIP: p.Status.PodIP}
-	for _, ip := range p.Status.PodIPs {
-		w.podIPs = append(w.podIPs, ip.IP)
-	}
-	return w.small(uids)
-}
+func toPod(p *corev1.Pod, uids bool) *podObj { return smallPod(leanpod.FromPod(p), uids) }
 
-// small is what the view keeps of a Pod: host-network and finished Pods hold no address
+// smallPod is what the view keeps of a Pod: host-network and finished Pods hold no address
 // that names them.
-func (p *podWire) small(uids bool) *podObj {
+func smallPod(p *leanpod.Pod, uids bool) *podObj {
 	o := &podObj{key: p.Namespace + "/" + p.Name}
 	if uids {
 		o.uid = string(p.UID)
 	}
-	if p.hostNetwork || p.phase == corev1.PodSucceeded || p.phase == corev1.PodFailed {
+	if p.HostNetwork || p.Phase == corev1.PodSucceeded || p.Phase == corev1.PodFailed {
 		return o
 	}
-	for _, ip := range p.podIPs {
+	for _, ip := range p.PodIPs {
 		o.addAddr(ip)
 	}
 	if o.addrs == (podAddrs{}) {
-		o.addAddr(p.podIP)
+		o.addAddr(p.PodIP)
 	}
 	return o
 }

@@ -2,21 +2,23 @@ package clusterview
 
 import (
 	"context"
+	"errors"
+	"sync"
 	"time"
 
-	"google.golang.org/protobuf/encoding/protowire"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/nsguard/nsguard/clusterview/leanpod"
 )
 
-const protobufType = "application/vnd.kubernetes.protobuf"
-
-// podClient lists and watches Pods in protobuf, decoded as podWire.
+// podClient lists and watches Pods, decoded lean (leanpod): protobuf as the API server sends
+// it, JSON as a proxy in front of it may.
 type podClient struct{ rest rest.Interface }
 
 // newPodClient returns nil without a configuration: a fake clientset has none.
@@ -27,8 +29,8 @@ func newPodClient(base *rest.Config) (*podClient, error) {
 	c := rest.CopyConfig(base)
 	c.APIPath = "/api"
 	c.GroupVersion = &corev1.SchemeGroupVersion
-	c.ContentType, c.AcceptContentTypes = protobufType, protobufType
-	c.NegotiatedSerializer = podCodecs{scheme.Codecs.WithoutConversion()}
+	c.ContentType, c.AcceptContentTypes = leanpod.ContentType, leanpod.Accept
+	c.NegotiatedSerializer = leanpod.Codecs
 	r, err := rest.RESTClientFor(c)
 	if err != nil {
 		return nil, err
@@ -36,17 +38,27 @@ func newPodClient(base *rest.Config) (*podClient, error) {
 	return &podClient{r}, nil
 }
 
-func (c *podClient) list(ctx context.Context, opts metav1.ListOptions) (*podWireList, error) {
-	l := &podWireList{}
-	err := c.rest.Get().Resource("pods").VersionedParams(&opts, scheme.ParameterCodec).
-		Timeout(timeoutOf(opts)).Do(ctx).Into(l)
-	return l, err
+func (c *podClient) list(ctx context.Context, opts metav1.ListOptions) (*leanpod.PodList, error) {
+	res := c.rest.Get().Resource("pods").VersionedParams(&opts, leanpod.ParameterCodec).
+		Timeout(timeoutOf(opts)).Do(ctx)
+	if err := res.Error(); err != nil {
+		return nil, err
+	}
+	l := &leanpod.PodList{}
+	if err := res.Into(l); err != nil {
+		return nil, unreadable{err}
+	}
+	return l, nil
 }
 
 func (c *podClient) watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 	opts.Watch = true
-	return c.rest.Get().Resource("pods").VersionedParams(&opts, scheme.ParameterCodec).
+	w, err := c.rest.Get().Resource("pods").VersionedParams(&opts, leanpod.ParameterCodec).
 		Timeout(timeoutOf(opts)).Watch(ctx)
+	if errors.As(err, new(runtime.NegotiateError)) { // an answer in a form client-go cannot stream
+		err = unreadable{err}
+	}
+	return w, err
 }
 
 func timeoutOf(opts metav1.ListOptions) time.Duration {
@@ -56,61 +68,110 @@ func timeoutOf(opts metav1.ListOptions) time.Duration {
 	return time.Duration(*opts.TimeoutSeconds) * time.Second
 }
 
-// podCodecs is client-go's codecs with podDecoder for objects, and a watch event decoder
-// that does not copy each event's object: the object is decoded at once, before the next
-// event is read into the same buffer.
-type podCodecs struct{ runtime.NegotiatedSerializer }
+// unreadable is an answer the view could not decode: the API server, or something between it
+// and CoreDNS, sent Pods that client-go's decoder would not read either.
+type unreadable struct{ error }
 
-func (c podCodecs) DecoderToVersion(d runtime.Decoder, gv runtime.GroupVersioner) runtime.Decoder {
-	return podDecoder{next: c.NegotiatedSerializer.DecoderToVersion(d, gv)}
-}
+func (u unreadable) Unwrap() error { return u.error }
 
-func (c podCodecs) SupportedMediaTypes() []runtime.SerializerInfo {
-	infos := c.NegotiatedSerializer.SupportedMediaTypes()
-	out := make([]runtime.SerializerInfo, len(infos))
-	for i, info := range infos {
-		if info.MediaType == protobufType && info.StreamSerializer != nil {
-			s := *info.StreamSerializer
-			s.Serializer = watchEvents{s.Serializer}
-			info.StreamSerializer = &s
+// podListWatch is what the Pod reflector lists and watches with, and the type of the Pods it
+// hands over: lean through the view's own client when it has a configuration, and in full
+// through the clientset otherwise. Every answer marks the view stale or fresh (answered), and
+// relists wait hold beside the kubernetes plugin (holdRelist).
+func (v *View) podListWatch(hold time.Duration) (cache.ListerWatcher, runtime.Object) {
+	var list cache.ListWithContextFunc
+	var watchFunc cache.WatchFuncWithContext
+	var expected runtime.Object
+	c, err := newPodClient(v.cfg.REST)
+	if err != nil {
+		log.Warningf("Pods decoded in full, which costs more memory: %v", err)
+	}
+	if c != nil {
+		list = func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) { return c.list(ctx, opts) }
+		watchFunc, expected = c.watch, &leanpod.Pod{}
+	} else {
+		pods := v.cfg.Client.CoreV1().Pods(metav1.NamespaceAll)
+		list = func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			return pods.List(ctx, opts)
 		}
-		out[i] = info
+		watchFunc, expected = pods.Watch, &corev1.Pod{}
 	}
-	return out
+	return cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			if err := v.holdRelist(ctx, true, opts, hold); err != nil {
+				return nil, err
+			}
+			l, err := list(ctx, opts)
+			v.answered(ctx, err)
+			if err == nil {
+				v.readPods()
+			}
+			return l, err
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			if err := v.holdRelist(ctx, false, opts, hold); err != nil {
+				return nil, err
+			}
+			w, err := watchFunc(ctx, opts)
+			v.answered(ctx, err)
+			if err != nil {
+				return nil, err
+			}
+			return v.observe(ctx, w), nil
+		},
+	}, v.cfg.Client), expected
 }
 
-// watchEvents decodes a raw protobuf metav1.WatchEvent, its object left in the frame.
-type watchEvents struct{ runtime.Serializer }
-
-func (w watchEvents) Decode(data []byte, gvk *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
-	e, ok := into.(*metav1.WatchEvent)
-	if !ok {
-		return w.Serializer.Decode(data, gvk, into)
-	}
-	*e = metav1.WatchEvent{}
-	err := fields(data, func(num protowire.Number, v []byte) error {
-		switch num {
-		case 1:
-			e.Type = eventType(v)
-		case 2:
-			return fields(v, func(num protowire.Number, v []byte) error {
-				if num == 1 {
-					e.Object.Raw = v
+// observe passes w's events on, and records whether each could be read: an event client-go
+// could not decode ends the watch with an error event, which the reflector only logs.
+func (v *View) observe(ctx context.Context, w watch.Interface) watch.Interface {
+	o := &observed{Interface: w, out: make(chan watch.Event), done: make(chan struct{})}
+	go func() {
+		defer close(o.out)
+		for e := range w.ResultChan() {
+			if e.Type == watch.Error {
+				err := apierrors.FromObject(e.Object)
+				if decodingFailed(e.Object) {
+					err = unreadable{err}
 				}
-				return nil
-			})
+				v.answered(ctx, err)
+			} else {
+				v.readPods()
+			}
+			select {
+			case o.out <- e:
+			case <-o.done: // stopped: drain until w closes
+			}
 		}
-		return nil
-	})
-	return e, &schema.GroupVersionKind{Group: "meta.k8s.io", Version: "v1", Kind: "WatchEvent"}, err
+	}()
+	return o
 }
 
-// eventType returns the known event types without allocating.
-func eventType(v []byte) string {
-	for _, t := range []watch.EventType{watch.Added, watch.Modified, watch.Deleted, watch.Bookmark, watch.Error} {
-		if string(v) == string(t) {
-			return string(t)
+type observed struct {
+	watch.Interface
+	out  chan watch.Event
+	done chan struct{}
+	once sync.Once
+}
+
+func (o *observed) ResultChan() <-chan watch.Event { return o.out }
+
+func (o *observed) Stop() {
+	o.once.Do(func() { close(o.done) })
+	o.Interface.Stop()
+}
+
+// decodingFailed reports whether an error event is client-go's own, for an event it could not
+// decode (rest.Request's watch reports those with this cause).
+func decodingFailed(obj runtime.Object) bool {
+	s, ok := obj.(*metav1.Status)
+	if !ok || s.Details == nil {
+		return !ok
+	}
+	for _, c := range s.Details.Causes {
+		if c.Type == "ClientWatchDecoding" {
+			return true
 		}
 	}
-	return string(v)
+	return false
 }

@@ -8,6 +8,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/nsguard/nsguard/clusterview/leanpod"
 )
 
 // podStore is the reflector's store of Pods. It is not an informer: it keeps no copy of
@@ -69,8 +71,8 @@ func (s *podStore) Transformer() cache.TransformFunc {
 
 func (s *podStore) small(obj any) *podObj {
 	switch o := obj.(type) {
-	case *podWire:
-		return o.small(s.uids)
+	case *leanpod.Pod:
+		return smallPod(o, s.uids)
 	case *corev1.Pod:
 		return toPod(o, s.uids)
 	case *podObj:

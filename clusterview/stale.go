@@ -23,14 +23,26 @@ const (
 
 // answered records how a request of the view's own went: a failure marks the view stale,
 // and an answer fresh again unless the last probe failed (a watch served from the API
-// server's cache can start while etcd hangs). An expired resource version is not a failure:
-// the reflector lists again, as it should after an API server restart.
+// server's cache can start while etcd hangs) or Pods came that could not be read. An expired
+// resource version is not a failure: the reflector lists again, as it should after an API
+// server restart.
 func (v *View) answered(ctx context.Context, err error) {
 	switch {
 	case ctx.Err() != nil || apierrors.IsResourceExpired(err) || apierrors.IsGone(err):
+	case errors.As(err, new(unreadable)):
+		v.unread.Store(true)
+		v.setStale(true, err)
 	case err != nil:
 		v.setStale(true, err)
-	case !v.probeFailed.Load():
+	case !v.probeFailed.Load() && !v.unread.Load():
+		v.setStale(false, nil)
+	}
+}
+
+// readPods records that Pods were decoded: a view that could not read them before is fresh
+// again, unless the last probe failed.
+func (v *View) readPods() {
+	if v.unread.Swap(false) && !v.probeFailed.Load() {
 		v.setStale(false, nil)
 	}
 }
@@ -59,7 +71,7 @@ func (v *View) probe(ctx context.Context) {
 		if v.probeFailed.Swap(err != nil) && err == nil && v.relistHold > 0 {
 			collect = time.After(v.relistHold + rand.N(v.relistHold))
 		}
-		v.setStale(err != nil, err)
+		v.setStale(err != nil || v.unread.Load(), err)
 	}
 }
 
@@ -82,9 +94,12 @@ func (v *View) setStale(stale bool, err error) {
 	if v.stale.Swap(stale) == stale {
 		return
 	}
-	if stale {
+	switch {
+	case stale && errors.As(err, new(unreadable)):
+		log.Warningf("cluster view cannot read the Pods the API server sends; client names and 'allow client' use the Pods last read until it can (is a proxy between CoreDNS and the API server changing them?): %v", err)
+	case stale:
 		log.Warningf("cluster view cut off from the API server; client names, advice and endpoint shadow checks use its last known state until it is back (check the API server, etcd, the network to them, and CoreDNS's RBAC): %v", err)
-	} else {
+	default:
 		log.Info("cluster view in touch with the API server again")
 	}
 	if v.cfg.OnStale != nil {

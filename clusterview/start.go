@@ -11,8 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discovery "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	discoveryinformers "k8s.io/client-go/informers/discovery/v1"
@@ -211,41 +209,7 @@ const PodsRelistAfter = 30 * time.Second
 // streams' garbage on top of each other, and CoreDNS's peak memory with it. For the same
 // reason a relist waits hold, and up to as long again, when hold is not 0.
 func (v *View) watchPods(ctx context.Context, r *Run, ready func() bool, hold time.Duration) {
-	var list cache.ListWithContextFunc
-	var watchFunc cache.WatchFuncWithContext
-	var expected runtime.Object
-	c, err := newPodClient(v.cfg.REST)
-	if err != nil {
-		log.Warningf("Pods decoded in full, which costs more memory: %v", err)
-	}
-	if c != nil {
-		list = func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) { return c.list(ctx, opts) }
-		watchFunc, expected = c.watch, &podWire{}
-	} else {
-		pods := v.cfg.Client.CoreV1().Pods(metav1.NamespaceAll)
-		list = func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			return pods.List(ctx, opts)
-		}
-		watchFunc, expected = pods.Watch, &corev1.Pod{}
-	}
-	lw := cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			if err := v.holdRelist(ctx, true, opts, hold); err != nil {
-				return nil, err
-			}
-			l, err := list(ctx, opts)
-			v.answered(ctx, err)
-			return l, err
-		},
-		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			if err := v.holdRelist(ctx, false, opts, hold); err != nil {
-				return nil, err
-			}
-			w, err := watchFunc(ctx, opts)
-			v.answered(ctx, err)
-			return w, err
-		},
-	}, v.cfg.Client)
+	lw, expected := v.podListWatch(hold)
 	logger := klog.FromContext(ctx)
 	refl := cache.NewReflectorWithOptions(lw, expected, v.pods, cache.ReflectorOptions{Name: "nsguard Pods", Logger: &logger})
 	r.wg.Add(1)

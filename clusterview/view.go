@@ -33,6 +33,7 @@ type View struct {
 	synced      atomic.Bool // every source has synced
 	stale       atomic.Bool // a read from the API server failed and none has succeeded since
 	probeFailed atomic.Bool // the last probe failed: only a probe makes the view fresh
+	unread      atomic.Bool // Pods came that could not be decoded: only Pods read make the view fresh
 
 	cfg        Config
 	probeEvery time.Duration

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 
+	"github.com/nsguard/nsguard/clusterview/leanpod"
 	"github.com/nsguard/nsguard/test/e2e/scale"
 )
 
@@ -60,10 +61,22 @@ func encode(t testing.TB, obj runtime.Object) []byte {
 	return b.Bytes()
 }
 
+// leanDecoder is the decoder the view's Pod client reads objects in mediaType with.
+func leanDecoder(t testing.TB, mediaType string) runtime.Decoder {
+	t.Helper()
+	d, err := runtime.NewClientNegotiator(leanpod.Codecs, corev1.SchemeGroupVersion).Decoder(mediaType, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+const protobufType = runtime.ContentTypeProtobuf
+
 // TestPodDecoder: what the view keeps of each Pod is the same decoded lean off the wire as
 // decoded in full.
 func TestPodDecoder(t *testing.T) {
-	d := podDecoder{next: scheme.Codecs.UniversalDeserializer()}
+	d := leanDecoder(t, protobufType)
 	for _, p := range wirePods() {
 		t.Run(p.Name, func(t *testing.T) {
 			p.APIVersion, p.Kind = "v1", "Pod"
@@ -71,12 +84,12 @@ func TestPodDecoder(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			w, ok := obj.(*podWire)
+			w, ok := obj.(*leanpod.Pod)
 			if !ok {
-				t.Fatalf("decoded %T, want *podWire", obj)
+				t.Fatalf("decoded %T, want *leanpod.Pod", obj)
 			}
 			for _, uids := range []bool{false, true} {
-				if got, want := w.small(uids), toPod(p, uids); got.key != want.key || got.uid != want.uid || got.addrs != want.addrs {
+				if got, want := smallPod(w, uids), toPod(p, uids); got.key != want.key || got.uid != want.uid || got.addrs != want.addrs {
 					t.Errorf("uids %v: kept %+v, want %+v", uids, *got, *want)
 				}
 			}
@@ -108,9 +121,10 @@ func equalMaps(a, b map[string]string) bool {
 
 // TestPodDecoderMalformed: bytes that are not a Pod give an error, never a panic.
 func TestPodDecoderMalformed(t *testing.T) {
-	d := podDecoder{next: scheme.Codecs.UniversalDeserializer()}
+	d := leanDecoder(t, protobufType)
 	whole := encode(t, &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}, ObjectMeta: metav1.ObjectMeta{Name: "a"}})
-	for _, b := range [][]byte{nil, protobufMagic, append(slices.Clone(protobufMagic), 0xff), whole[:len(whole)-3], []byte(`{"kind":`)} {
+	magic := whole[:4]
+	for _, b := range [][]byte{nil, magic, append(slices.Clone(magic), 0xff), whole[:len(whole)-3], []byte(`{"kind":`)} {
 		if _, _, err := d.Decode(b, nil, nil); err == nil {
 			t.Errorf("Decode(%q) succeeded", b)
 		}
@@ -122,7 +136,7 @@ func TestPodDecoderMalformed(t *testing.T) {
 func TestPodClient(t *testing.T) {
 	pods := wirePods()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/api/v1/pods" || r.Header.Get("Accept") != protobufType {
+		if r.URL.Path != "/api/v1/pods" || r.Header.Get("Accept") != leanpod.Accept {
 			http.Error(w, "unexpected "+r.URL.String()+" accepting "+r.Header.Get("Accept"), http.StatusBadRequest)
 			return
 		}
@@ -182,9 +196,9 @@ func TestPodClient(t *testing.T) {
 			}
 			break
 		}
-		p, ok := e.Object.(*podWire)
+		p, ok := e.Object.(*leanpod.Pod)
 		if !ok || e.Type != watch.Added {
-			t.Fatalf("event %s %T, want ADDED *podWire", e.Type, e.Object)
+			t.Fatalf("event %s %T, want ADDED *leanpod.Pod", e.Type, e.Object)
 		}
 		names = append(names, p.Name)
 	}
@@ -205,7 +219,7 @@ func BenchmarkDecodePod(b *testing.B) {
 		d    runtime.Decoder
 	}{
 		{"decoder=full", scheme.Codecs.UniversalDeserializer()},
-		{"decoder=lean", podDecoder{next: scheme.Codecs.UniversalDeserializer()}},
+		{"decoder=lean", leanDecoder(b, protobufType)},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
@@ -224,11 +238,13 @@ func FuzzPodDecoder(f *testing.F) {
 		p.APIVersion, p.Kind = "v1", "Pod"
 		f.Add(encode(f, p))
 	}
-	d := podDecoder{next: scheme.Codecs.UniversalDeserializer()}
+	pb, js := leanDecoder(f, protobufType), leanDecoder(f, runtime.ContentTypeJSON)
 	f.Fuzz(func(t *testing.T, b []byte) {
-		if obj, _, err := d.Decode(b, nil, nil); err == nil {
-			if w, ok := obj.(*podWire); ok {
-				w.small(true)
+		for _, d := range []runtime.Decoder{pb, js} {
+			if obj, _, err := d.Decode(b, nil, nil); err == nil {
+				if w, ok := obj.(*leanpod.Pod); ok {
+					smallPod(w, true)
+				}
 			}
 		}
 	})
