@@ -278,7 +278,9 @@ func TestPodsInEveryAnswer(t *testing.T) {
 		jsonOnly, refuseStreams bool
 	}{
 		{"protobuf, streamed list", false, false},
+		{"protobuf, list", false, true},
 		{"JSON, streamed list", true, false},
+		{"JSON, list", true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newAPIServer(t, standInPod(1), standInPod(2))
@@ -321,5 +323,34 @@ func TestPodsItCannotRead(t *testing.T) {
 	eventually(t, "the view is fresh again once it reads the Pods", func() bool { return !v.Stale() })
 	if got := st.get(); len(got) != 2 || !got[0] || got[1] {
 		t.Errorf("changes %v, want stale then fresh", got)
+	}
+}
+
+// TestRefusedStreamedList: an API server that refuses streamed lists (WatchList off) gets a plain
+// list at once, first and after each relist: the view never goes stale, says nothing louder
+// than one line at info, and waits beside the kubernetes plugin once per relist, not twice.
+func TestRefusedStreamedList(t *testing.T) {
+	log := captureLog(t)
+	s := newAPIServer(t, standInPod(1))
+	s.refuseStreams = true
+	v, st := watchStandIn(t, s, 50*time.Millisecond)
+	eventually(t, "the view syncs", func() bool { return v.Pod(netip.MustParseAddr("10.250.0.1")) == "team-a/web-1" })
+	for range 2 {
+		lists := s.lists.Load()
+		s.expire()
+		eventually(t, "the reflector lists again", func() bool { return s.lists.Load() > lists })
+	}
+	if v.Stale() || len(st.get()) != 0 {
+		t.Errorf("stale %v, changes %v; want fresh throughout", v.Stale(), st.get())
+	}
+	got := log.String()
+	if strings.Contains(got, "[WARNING]") {
+		t.Errorf("a warning for a refused streamed list:\n%s", got)
+	}
+	if n := strings.Count(got, "does not stream the list of Pods"); n != 1 {
+		t.Errorf("%d lines say the API server does not stream lists, want 1:\n%s", n, got)
+	}
+	if holds, relists := strings.Count(got, "relisting Pods in"), s.refused.Load()-1; holds != int(relists) {
+		t.Errorf("%d waits beside the kubernetes plugin for %d relists:\n%s", holds, relists, got)
 	}
 }

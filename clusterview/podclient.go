@@ -98,8 +98,11 @@ func (v *View) podListWatch(hold time.Duration) (cache.ListerWatcher, runtime.Ob
 	}
 	return cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			if err := v.holdRelist(ctx, true, opts, hold); err != nil {
-				return nil, err
+			// The list that follows a refused streamed list has waited already.
+			if !v.streamRefused.Swap(false) {
+				if err := v.holdRelist(ctx, true, opts, hold); err != nil {
+					return nil, err
+				}
 			}
 			l, err := list(ctx, opts)
 			v.answered(ctx, err)
@@ -113,6 +116,13 @@ func (v *View) podListWatch(hold time.Duration) (cache.ListerWatcher, runtime.Ob
 				return nil, err
 			}
 			w, err := watchFunc(ctx, opts)
+			if refusesStreamedList(opts, err) {
+				v.streamRefused.Store(true)
+				v.noStreamedList.Do(func() {
+					log.Infof("the API server does not stream the list of Pods (is its WatchList feature off?); the view lists them instead, which holds a whole list response in memory at each relist: %v", err)
+				})
+				return nil, err
+			}
 			v.answered(ctx, err)
 			if err != nil {
 				return nil, err
@@ -120,6 +130,14 @@ func (v *View) podListWatch(hold time.Duration) (cache.ListerWatcher, runtime.Ob
 			return v.observe(ctx, w), nil
 		},
 	}, v.cfg.Client), expected
+}
+
+// refusesStreamedList reports whether err is an API server's refusal of a streamed list:
+// 422 with the WatchList feature off, 400 from a server that does not know the parameters.
+// The reflector then lists at once, and that list's answer says whether the view is fresh.
+func refusesStreamedList(opts metav1.ListOptions, err error) bool {
+	return opts.SendInitialEvents != nil && *opts.SendInitialEvents &&
+		(apierrors.IsInvalid(err) || apierrors.IsBadRequest(err))
 }
 
 // observe passes w's events on, and records whether each could be read: an event client-go

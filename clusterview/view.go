@@ -13,6 +13,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -34,6 +35,9 @@ type View struct {
 	stale       atomic.Bool // a read from the API server failed and none has succeeded since
 	probeFailed atomic.Bool // the last probe failed: only a probe makes the view fresh
 	unread      atomic.Bool // Pods came that could not be decoded: only Pods read make the view fresh
+
+	streamRefused  atomic.Bool // the last streamed list of Pods was refused: the reflector lists at once
+	noStreamedList sync.Once   // says so once
 
 	cfg        Config
 	probeEvery time.Duration
