@@ -31,7 +31,7 @@ import (
 // apiServer stands in for kube-apiserver as the view's Pod reflector meets it: lists, watches and
 // streamed lists of Pods, answered the way a server, or a proxy in front of it, is set to.
 type apiServer struct {
-	t    *testing.T
+	t    testing.TB
 	pods []*corev1.Pod
 	url  string
 
@@ -46,7 +46,7 @@ type apiServer struct {
 
 const standInVersion = "100"
 
-func newAPIServer(t *testing.T, pods ...*corev1.Pod) *apiServer {
+func newAPIServer(t testing.TB, pods ...*corev1.Pod) *apiServer {
 	s := &apiServer{t: t, pods: pods}
 	s.group.Store("v1")
 	srv := httptest.NewServer(s)
