@@ -12,6 +12,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/nsguard/nsguard/test/e2e/cluster"
 	"github.com/nsguard/nsguard/test/e2e/coredns"
 	"github.com/nsguard/nsguard/test/e2e/resolvers"
 )
@@ -25,8 +26,14 @@ type pod struct {
 // startDNS runs CoreDNS with cfg on ip:53 for the length of the test.
 func startDNS(t *testing.T, ip string, cfg coredns.Config) *pod {
 	t.Helper()
+	return startDNSOn(t, env.cp, ip, cfg)
+}
+
+// startDNSOn is startDNS with the kubernetes plugin reading control plane cp.
+func startDNSOn(t *testing.T, cp *cluster.ControlPlane, ip string, cfg coredns.Config) *pod {
+	t.Helper()
 	dir := t.TempDir()
-	cfg.IP, cfg.Kubeconfig, cfg.ZoneDir = ip, env.cp.Kubeconfig, env.zoneDir
+	cfg.IP, cfg.Kubeconfig, cfg.ZoneDir = ip, cp.Kubeconfig, env.zoneDir
 	if cfg.Metrics == "" {
 		addr, err := coredns.FreeTCPAddr()
 		if err != nil {
