@@ -224,3 +224,30 @@ func FuzzAgrees(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, b []byte) { agree(t, b) })
 }
+
+// TestFieldNumbers: the numbers of the fields a lean Pod keeps are the ones k8s.io/api tags.
+func TestFieldNumbers(t *testing.T) {
+	for _, f := range []struct {
+		in    any
+		field string
+		num   int
+	}{
+		{corev1.Pod{}, "ObjectMeta", podMetadata}, {corev1.Pod{}, "Spec", podSpec}, {corev1.Pod{}, "Status", podStatus},
+		{metav1.ObjectMeta{}, "Name", metaName}, {metav1.ObjectMeta{}, "Namespace", metaNamespace},
+		{metav1.ObjectMeta{}, "UID", metaUID}, {metav1.ObjectMeta{}, "ResourceVersion", metaVersion},
+		{metav1.ObjectMeta{}, "Annotations", metaAnnotations}, {corev1.PodSpec{}, "HostNetwork", specHostNetwork},
+		{corev1.PodStatus{}, "Phase", statusPhase}, {corev1.PodStatus{}, "PodIP", statusPodIP},
+		{corev1.PodStatus{}, "PodIPs", statusPodIPs}, {corev1.PodIP{}, "IP", podIPsIP},
+		{corev1.PodList{}, "ListMeta", listMetadata}, {corev1.PodList{}, "Items", listItems},
+		{metav1.ListMeta{}, "ResourceVersion", listVersion}, {metav1.ListMeta{}, "Continue", listContinue},
+		{metav1.ListMeta{}, "RemainingItemCount", listRemaining},
+	} {
+		sf, ok := reflect.TypeOf(f.in).FieldByName(f.field)
+		if !ok {
+			t.Fatalf("%T has no field %s", f.in, f.field)
+		}
+		if got := strings.Split(sf.Tag.Get("protobuf"), ",")[1]; got != fmt.Sprint(f.num) {
+			t.Errorf("%T.%s is field %s, the lean decoder reads %d", f.in, f.field, got, f.num)
+		}
+	}
+}

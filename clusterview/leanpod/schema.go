@@ -36,7 +36,7 @@ const (
 
 type field struct {
 	kind kind
-	msg  *message // nested, and entry with a message value
+	msg  *message // a submessage's, and a mapEntry's with a message value
 }
 
 func (m *message) field(num int32) field {

@@ -22,19 +22,30 @@ const (
 // list, and a message merged into the one before.
 func (p *Pod) Unmarshal(b []byte) error {
 	r := reader{b: b}
+	return r.fields(podSchema, func(t tag) (bool, error) {
+		switch t.num {
+		case podMetadata:
+			return true, r.with(t, p.meta)
+		case podSpec:
+			return true, r.with(t, p.spec)
+		case podStatus:
+			return true, r.with(t, p.status)
+		}
+		return false, nil
+	})
+}
+
+// fields reads the fields of message m that follow: keep reads those it keeps, and says which;
+// every other field is checked. (keep reads with r itself: a reader handed to it would be
+// allocated.)
+func (r *reader) fields(m *message, keep func(t tag) (kept bool, err error)) error {
 	for r.more() {
-		t, err := r.next(podSchema)
+		t, err := r.next(m)
 		if err != nil {
 			return err
 		}
-		switch t.num {
-		case podMetadata:
-			err = r.with(t, p.meta)
-		case podSpec:
-			err = r.with(t, p.spec)
-		case podStatus:
-			err = r.with(t, p.status)
-		default:
+		kept, err := keep(t)
+		if err == nil && !kept {
 			err = r.check(t)
 		}
 		if err != nil {
@@ -55,32 +66,23 @@ func (r *reader) with(t tag, read func(*message, []byte) error) error {
 
 func (p *Pod) meta(m *message, b []byte) error {
 	r := reader{b: b}
-	for r.more() {
-		t, err := r.next(m)
-		if err != nil {
-			return err
-		}
-		var v []byte
+	return r.fields(m, func(t tag) (bool, error) {
 		switch t.num {
 		case metaName, metaNamespace, metaUID, metaVersion:
-			v, err = r.bytes(t)
+			v, err := r.bytes(t)
 			if err == nil {
 				setMeta(&p.ObjectMeta, t.num, string(v))
 			}
+			return true, err
 		case metaAnnotations:
-			var key, value []byte
-			key, value, err = r.entry(t)
+			key, value, err := r.entry(t)
 			if err == nil && string(key) == metav1.InitialEventsAnnotationKey {
 				p.Annotations = map[string]string{metav1.InitialEventsAnnotationKey: string(value)}
 			}
-		default:
-			err = r.check(t)
+			return true, err
 		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+		return false, nil
+	})
 }
 
 func setMeta(m *metav1.ObjectMeta, num int32, s string) {
@@ -98,132 +100,102 @@ func setMeta(m *metav1.ObjectMeta, num int32, s string) {
 
 func (p *Pod) spec(m *message, b []byte) error {
 	r := reader{b: b}
-	for r.more() {
-		t, err := r.next(m)
-		if err != nil {
-			return err
+	return r.fields(m, func(t tag) (bool, error) {
+		if t.num != specHostNetwork {
+			return false, nil
 		}
-		if t.num == specHostNetwork {
-			var v uint64
-			v, err = r.scalar(t)
-			p.HostNetwork = v != 0
-		} else {
-			err = r.check(t)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+		v, err := r.scalar(t)
+		p.HostNetwork = v != 0
+		return true, err
+	})
 }
 
 func (p *Pod) status(m *message, b []byte) error {
 	r := reader{b: b}
-	for r.more() {
-		t, err := r.next(m)
-		if err != nil {
-			return err
-		}
-		var v []byte
+	return r.fields(m, func(t tag) (bool, error) {
 		switch t.num {
-		case statusPhase, statusPodIP:
-			if v, err = r.bytes(t); err == nil && t.num == statusPhase {
+		case statusPhase:
+			v, err := r.bytes(t)
+			if err == nil {
 				p.Phase = phase(v)
-			} else if err == nil {
+			}
+			return true, err
+		case statusPodIP:
+			v, err := r.bytes(t)
+			if err == nil {
 				p.PodIP = string(v)
 			}
+			return true, err
 		case statusPodIPs:
-			if v, err = r.bytes(t); err == nil {
-				err = p.podIP(t.msg, v)
-			}
-		default:
-			err = r.check(t)
+			return true, r.with(t, p.podIP)
 		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+		return false, nil
+	})
 }
 
-// podIP reads one element of status.podIPs: a Pod without an ip field still adds one, empty.
+// podIP reads one element of status.podIPs: one without an ip field still adds one, empty.
 func (p *Pod) podIP(m *message, b []byte) error {
 	var ip []byte
 	r := reader{b: b}
-	for r.more() {
-		t, err := r.next(m)
-		if err != nil {
-			return err
+	err := r.fields(m, func(t tag) (bool, error) {
+		if t.num != podIPsIP {
+			return false, nil
 		}
-		if t.num == podIPsIP {
-			ip, err = r.bytes(t)
-		} else {
-			err = r.check(t)
-		}
-		if err != nil {
-			return err
-		}
+		var err error
+		ip, err = r.bytes(t)
+		return true, err
+	})
+	if err == nil {
+		p.PodIPs = append(p.PodIPs, string(ip))
 	}
-	p.PodIPs = append(p.PodIPs, string(ip))
-	return nil
+	return err
 }
 
 // Unmarshal reads a PodList in protobuf, as corev1.PodList's Unmarshal does, into l.
 func (l *PodList) Unmarshal(b []byte) error {
 	r := reader{b: b}
-	for r.more() {
-		t, err := r.next(podListSchema)
-		if err != nil {
-			return err
-		}
-		var v []byte
+	return r.fields(podListSchema, func(t tag) (bool, error) {
 		switch t.num {
 		case listMetadata:
-			err = r.with(t, l.meta)
+			return true, r.with(t, l.meta)
 		case listItems:
-			if v, err = r.bytes(t); err == nil {
+			v, err := r.bytes(t)
+			if err == nil {
 				l.Items = append(l.Items, Pod{})
 				err = l.Items[len(l.Items)-1].Unmarshal(v)
 			}
-		default:
-			err = r.check(t)
+			return true, err
 		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+		return false, nil
+	})
 }
 
 func (l *PodList) meta(m *message, b []byte) error {
 	r := reader{b: b}
-	for r.more() {
-		t, err := r.next(m)
-		if err != nil {
-			return err
-		}
+	return r.fields(m, func(t tag) (bool, error) {
 		switch t.num {
-		case listVersion, listContinue:
-			var v []byte
-			if v, err = r.bytes(t); err == nil && t.num == listVersion {
+		case listVersion:
+			v, err := r.bytes(t)
+			if err == nil {
 				l.ResourceVersion = string(v)
-			} else if err == nil {
+			}
+			return true, err
+		case listContinue:
+			v, err := r.bytes(t)
+			if err == nil {
 				l.Continue = string(v)
 			}
+			return true, err
 		case listRemaining:
-			var v uint64
-			if v, err = r.scalar(t); err == nil {
+			v, err := r.scalar(t)
+			if err == nil {
 				n := int64(v)
 				l.RemainingItemCount = &n
 			}
-		default:
-			err = r.check(t)
+			return true, err
 		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+		return false, nil
+	})
 }
 
 // phase returns the phases the API defines without allocating.
