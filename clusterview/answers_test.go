@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -116,6 +117,11 @@ func (s *apiServer) watch(w http.ResponseWriter, r *http.Request, mediaType stri
 	s.mu.Lock()
 	s.watches = append(s.watches, events)
 	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.watches = slices.DeleteFunc(s.watches, func(w chan watch.Event) bool { return w == events })
+	}()
 	contentType := mediaType
 	if mediaType == runtime.ContentTypeProtobuf {
 		contentType += ";stream=watch"
@@ -160,6 +166,16 @@ func (s *apiServer) inGroup(p *corev1.Pod) *corev1.Pod {
 	c := p.DeepCopy()
 	c.APIVersion, c.Kind = s.group.Load().(string), "Pod"
 	return c
+}
+
+// watching waits until a watch is open, for push to reach it.
+func (s *apiServer) watching(t *testing.T) {
+	t.Helper()
+	eventually(t, "a watch is open", func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return len(s.watches) > 0
+	})
 }
 
 // push sends e on every open watch.
@@ -292,6 +308,7 @@ func TestPodsInEveryAnswer(t *testing.T) {
 			if v.Stale() || len(st.get()) != 0 {
 				t.Errorf("stale %v, changes %v; want fresh throughout", v.Stale(), st.get())
 			}
+			s.watching(t)
 			s.push(watch.Event{Type: watch.Added, Object: s.inGroup(standInPod(3))})
 			eventually(t, "the view names Pod web-3, added by the watch", func() bool {
 				return v.Pod(netip.MustParseAddr("10.250.0.3")) == "team-a/web-3"
@@ -310,6 +327,7 @@ func TestPodsItCannotRead(t *testing.T) {
 	eventually(t, "the view syncs", func() bool { return v.Pod(netip.MustParseAddr("10.250.0.1")) == "team-a/web-1" })
 
 	s.group.Store("example.com/v1")
+	s.watching(t)
 	s.push(watch.Event{Type: watch.Added, Object: s.inGroup(standInPod(2))})
 	eventually(t, "the view is stale", v.Stale)
 	if got := v.Pod(netip.MustParseAddr("10.250.0.2")); got != "" {
@@ -319,6 +337,7 @@ func TestPodsItCannotRead(t *testing.T) {
 		t.Errorf("no line says the view cannot read the Pods:\n%s", log.String())
 	}
 	s.group.Store("v1")
+	s.watching(t)
 	s.expire()
 	eventually(t, "the view is fresh again once it reads the Pods", func() bool { return !v.Stale() })
 	if got := st.get(); len(got) != 2 || !got[0] || got[1] {
@@ -337,6 +356,7 @@ func TestRefusedStreamedList(t *testing.T) {
 	eventually(t, "the view syncs", func() bool { return v.Pod(netip.MustParseAddr("10.250.0.1")) == "team-a/web-1" })
 	for range 2 {
 		lists := s.lists.Load()
+		s.watching(t)
 		s.expire()
 		eventually(t, "the reflector lists again", func() bool { return s.lists.Load() > lists })
 	}
@@ -352,5 +372,29 @@ func TestRefusedStreamedList(t *testing.T) {
 	}
 	if holds, relists := strings.Count(got, "relisting Pods in"), s.refused.Load()-1; holds != int(relists) {
 		t.Errorf("%d waits beside the kubernetes plugin for %d relists:\n%s", holds, relists, got)
+	}
+}
+
+// TestDecodingFailed: of client-go's own error events, only one for an event it could not
+// decode says the view cannot read Pods; a stream that broke, or the API server's 410, does not.
+func TestDecodingFailed(t *testing.T) {
+	reporter := apierrors.NewClientErrorReporter(http.StatusInternalServerError, "GET", "ClientWatchDecoding")
+	event := func(err error) runtime.Object {
+		return reporter.AsObject(fmt.Errorf("unable to decode an event from the watch stream: %w", err))
+	}
+	gone := apierrors.NewResourceExpired("too old resource version").ErrStatus
+	for _, tc := range []struct {
+		name string
+		obj  runtime.Object
+		want bool
+	}{
+		{"object not decoded", event(fmt.Errorf("unable to decode watch event: no kind %q is registered", "Pod")), true},
+		{"event type not known", event(fmt.Errorf("got invalid watch event type: %v", "RENAMED")), true},
+		{"body closed by Stop", event(fmt.Errorf("http: read on closed response body")), false},
+		{"410 from the API server", &gone, false},
+	} {
+		if got := decodingFailed(tc.obj); got != tc.want {
+			t.Errorf("%s: decodingFailed = %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

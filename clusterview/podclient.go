@@ -3,6 +3,7 @@ package clusterview
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"time"
 
@@ -147,18 +148,20 @@ func (v *View) observe(ctx context.Context, w watch.Interface) watch.Interface {
 	go func() {
 		defer close(o.out)
 		for e := range w.ResultChan() {
-			if e.Type == watch.Error {
-				err := apierrors.FromObject(e.Object)
-				if decodingFailed(e.Object) {
-					err = unreadable{err}
-				}
-				v.answered(ctx, err)
-			} else {
+			select {
+			case <-o.done: // stopped: drain until w closes, and read nothing into what stopping does
+				continue
+			default:
+			}
+			switch {
+			case e.Type != watch.Error:
 				v.readPods()
+			case decodingFailed(e.Object):
+				v.answered(ctx, unreadable{apierrors.FromObject(e.Object)})
 			}
 			select {
 			case o.out <- e:
-			case <-o.done: // stopped: drain until w closes
+			case <-o.done:
 			}
 		}
 	}()
@@ -179,15 +182,17 @@ func (o *observed) Stop() {
 	o.Interface.Stop()
 }
 
-// decodingFailed reports whether an error event is client-go's own, for an event it could not
-// decode (rest.Request's watch reports those with this cause).
+// decodingFailed reports whether an error event is client-go's own, for an event it read but
+// could not decode. client-go reports a stream that breaks with the same cause, so the messages
+// of its watch decoder tell the two apart.
 func decodingFailed(obj runtime.Object) bool {
 	s, ok := obj.(*metav1.Status)
 	if !ok || s.Details == nil {
-		return !ok
+		return false
 	}
 	for _, c := range s.Details.Causes {
-		if c.Type == "ClientWatchDecoding" {
+		if c.Type == "ClientWatchDecoding" && (strings.Contains(c.Message, "unable to decode watch event") ||
+			strings.Contains(c.Message, "got invalid watch event type")) {
 			return true
 		}
 	}
