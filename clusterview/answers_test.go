@@ -38,7 +38,7 @@ type apiServer struct {
 
 	jsonOnly      bool         // answers JSON whatever the client accepts, as some API proxies do
 	refuseStreams bool         // 422 to sendInitialEvents, as kube-apiserver with its WatchList feature off
-	group         atomic.Value // the apiVersion of Pods sent in watch events; "v1" unless set
+	group         atomic.Value // the apiVersion of Pods and PodLists sent; "v1" unless set
 
 	lists, streams, refused atomic.Int64
 	mu                      sync.Mutex
@@ -71,7 +71,7 @@ func (s *apiServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 	case q.Get("watch") != "true":
 		s.lists.Add(1)
-		l := &corev1.PodList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "PodList"}, ListMeta: metav1.ListMeta{ResourceVersion: standInVersion}}
+		l := &corev1.PodList{TypeMeta: metav1.TypeMeta{APIVersion: s.group.Load().(string), Kind: "PodList"}, ListMeta: metav1.ListMeta{ResourceVersion: standInVersion}}
 		if q.Get("limit") != "1" {
 			for _, p := range s.pods {
 				l.Items = append(l.Items, *p)
@@ -342,6 +342,23 @@ func TestPodsItCannotRead(t *testing.T) {
 	eventually(t, "the view is fresh again once it reads the Pods", func() bool { return !v.Stale() })
 	if got := st.get(); len(got) != 2 || !got[0] || got[1] {
 		t.Errorf("changes %v, want stale then fresh", got)
+	}
+}
+
+// TestPodListItCannotRead: a list of Pods that client-go's decoder would not read either (of a
+// group it does not know) leaves the view unsynced and stale, and says why.
+func TestPodListItCannotRead(t *testing.T) {
+	log := captureLog(t)
+	s := newAPIServer(t, standInPod(1))
+	s.refuseStreams = true
+	s.group.Store("example.com/v1")
+	v, _ := watchStandIn(t, s, 0)
+	eventually(t, "the view is stale", v.Stale)
+	if v.Synced() || v.Pod(netip.MustParseAddr("10.250.0.1")) != "" {
+		t.Errorf("synced %v on a list it cannot read", v.Synced())
+	}
+	if !strings.Contains(log.String(), "cluster view cannot read the Pods the API server sends") {
+		t.Errorf("no line says the view cannot read the Pods:\n%s", log.String())
 	}
 }
 
