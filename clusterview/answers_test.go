@@ -415,3 +415,28 @@ func TestDecodingFailed(t *testing.T) {
 		}
 	}
 }
+
+// TestRefusesStreamedList: 422 (WatchList off) and 400 (a server that does not know the
+// parameters) to a streamed list are refusals the reflector answers with a list; any other
+// error, or an error to another request, is a failure.
+func TestRefusesStreamedList(t *testing.T) {
+	streamed := metav1.ListOptions{SendInitialEvents: ptr(true), ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan}
+	invalid := apierrors.NewInvalid(schema.GroupKind{Group: "meta.k8s.io", Kind: "ListOptions"}, "", nil)
+	for _, tc := range []struct {
+		name string
+		opts metav1.ListOptions
+		err  error
+		want bool
+	}{
+		{"422", streamed, invalid, true},
+		{"400", streamed, apierrors.NewBadRequest("unknown parameter sendInitialEvents"), true},
+		{"403", streamed, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", nil), false},
+		{"500", streamed, apierrors.NewInternalError(fmt.Errorf("etcd")), false},
+		{"422 to a watch that resumes", metav1.ListOptions{ResourceVersion: "7"}, invalid, false},
+		{"answered", streamed, nil, false},
+	} {
+		if got := refusesStreamedList(tc.opts, tc.err); got != tc.want {
+			t.Errorf("%s: refusesStreamedList = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
