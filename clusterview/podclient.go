@@ -99,6 +99,7 @@ func (v *View) podListWatch(hold time.Duration) (cache.ListerWatcher, runtime.Ob
 	}
 	return cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			opts.FieldSelector = v.cfg.PodFieldSelector
 			// The list that follows a refused streamed list has waited already.
 			if !v.streamRefused.Swap(false) {
 				if err := v.holdRelist(ctx, true, opts, hold); err != nil {
@@ -113,6 +114,7 @@ func (v *View) podListWatch(hold time.Duration) (cache.ListerWatcher, runtime.Ob
 			return l, err
 		},
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			opts.FieldSelector = v.cfg.PodFieldSelector
 			if err := v.holdRelist(ctx, false, opts, hold); err != nil {
 				return nil, err
 			}

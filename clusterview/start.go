@@ -30,6 +30,9 @@ type Config struct {
 	REST    *rest.Config // Client's configuration: with it, Pods are decoded lean off the wire
 	Clients bool         // watch Pods, to name the client of a query
 	UIDs    bool         // keep Pods' UIDs, for Events
+	// PodFieldSelector narrows the Pod watch, e.g. spec.nodeName=NODE for a node-local cache
+	// that only its own node's Pods ask; empty: every Pod.
+	PodFieldSelector string
 
 	Logger   *klog.Logger     // client-go's messages about the view's own requests
 	OnSynced func()           // once, when every source has synced

@@ -5,14 +5,18 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discovery "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	fieldsel "k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/nsguard/nsguard/clusterdns"
 	"github.com/nsguard/nsguard/internal/fixture"
@@ -264,4 +268,75 @@ func (o *owned) hasEndpoint(ns, service, name string) bool {
 	o.mu.RLock()
 	defer o.mu.RUnlock()
 	return o.endpoints[objectKey{ns, service}][name] > 0
+}
+
+// A node-local view watches only its node's Pods: the field selector goes with every list
+// and watch of Pods, so the API server sends no other Pod.
+func TestPodFieldSelector(t *testing.T) {
+	pod := func(name, node, ip string) *corev1.Pod {
+		return &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name},
+			Spec:       corev1.PodSpec{NodeName: node},
+			Status:     corev1.PodStatus{PodIP: ip, PodIPs: []corev1.PodIP{{IP: ip}}},
+		}
+	}
+	cs := fake.NewClientset(pod("here", "node-1", "10.244.1.5"), pod("there", "node-2", "10.244.2.6"))
+	var mu sync.Mutex
+	var asked []string
+	record := func(a k8stesting.Action) fieldsel.Selector {
+		var sel fieldsel.Selector
+		switch a := a.(type) {
+		case k8stesting.ListAction:
+			sel = a.GetListRestrictions().Fields
+		case k8stesting.WatchAction:
+			sel = a.GetWatchRestrictions().Fields
+		}
+		mu.Lock()
+		asked = append(asked, a.GetVerb()+" "+sel.String())
+		mu.Unlock()
+		return sel
+	}
+	// The fake clientset ignores field selectors: this reactor answers as the API server does.
+	cs.PrependReactor("list", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		sel := record(a)
+		all, err := cs.Tracker().List(corev1.SchemeGroupVersion.WithResource("pods"), corev1.SchemeGroupVersion.WithKind("Pod"), "")
+		if err != nil {
+			return true, nil, err
+		}
+		list := &corev1.PodList{ListMeta: all.(*corev1.PodList).ListMeta}
+		for _, p := range all.(*corev1.PodList).Items {
+			if sel.Matches(fieldsel.Set{"spec.nodeName": p.Spec.NodeName}) {
+				list.Items = append(list.Items, p)
+			}
+		}
+		return true, list, nil
+	})
+	cs.PrependWatchReactor("pods", func(a k8stesting.Action) (bool, watch.Interface, error) {
+		record(a)
+		return false, nil, nil
+	})
+	v := New(Config{Client: cs, Clients: true, PodFieldSelector: "spec.nodeName=node-1"})
+	r := v.Start(nil)
+	t.Cleanup(r.Stop)
+	for deadline := time.Now().Add(5 * time.Second); !v.Synced(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("view did not sync")
+		}
+	}
+	if got := v.Pod(netip.MustParseAddr("10.244.1.5")); got != "ns/here" {
+		t.Errorf("Pod(10.244.1.5) = %q, want ns/here", got)
+	}
+	if got := v.Pod(netip.MustParseAddr("10.244.2.6")); got != "" {
+		t.Errorf("Pod(10.244.2.6) = %q, want none: it runs on another node", got)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(asked) == 0 {
+		t.Fatal("no list or watch of Pods")
+	}
+	for _, a := range asked {
+		if !strings.HasSuffix(a, " spec.nodeName=node-1") {
+			t.Errorf("%q: want every request for Pods with the field selector spec.nodeName=node-1", a)
+		}
+	}
 }
