@@ -12,6 +12,8 @@ import (
 	clog "github.com/coredns/coredns/plugin/pkg/log"
 
 	"github.com/miekg/dns"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/nsguard/nsguard/clusterdns"
 )
@@ -57,6 +59,7 @@ type config struct {
 	kubeconfig, kubeContext string // empty: in-cluster
 	endpoint                string
 	clients                 bool          // watch Pods to name clients
+	podSelector             string        // of the Pods watched: spec.nodeName=NODE with 'node'; empty: every Pod
 	findings                bool          // run the audit's checks as the cluster changes
 	namespaceEvents         bool          // and record an Event on the Namespace of each
 	events                  time.Duration // the interval of Kubernetes Events on client Pods; 0: off
@@ -123,6 +126,8 @@ func (cfg config) needsView() string {
 		return "'events'"
 	case cfg.namespaceEvents:
 		return "'namespace_events'"
+	case cfg.podSelector != "":
+		return "'node'"
 	}
 	return ""
 }
@@ -163,6 +168,8 @@ func parse(c *caddy.Controller) (config, error) {
 		switch {
 		case !cfg.clients && len(cfg.allowClients) > 0:
 			return cfg, c.Err("'clients off' and 'allow client' cannot work together: 'allow client' needs the Pods that 'clients off' stops watching")
+		case !cfg.clients && cfg.podSelector != "":
+			return cfg, c.Err("'clients off' and 'node' cannot work together: 'node' narrows the Pods that 'clients off' stops watching")
 		case !cfg.clients && cfg.events > 0:
 			return cfg, c.Err("'clients off' and 'events' cannot work together: Events go to the client Pods that 'clients off' stops watching")
 		case cfg.namespaceEvents && !cfg.findings:
@@ -240,6 +247,18 @@ func parseProperty(c *caddy.Controller, property string, cfg *config) error {
 		on, err := parseOnOff(c, property)
 		cfg.clients = on
 		return err
+	case "node":
+		v, err := singleArg(c)
+		if err != nil {
+			return err
+		}
+		if v == "" {
+			return c.Err("empty node name: is the environment variable of 'node {$NODE_NAME}' set, from the Pod's spec.nodeName?")
+		}
+		if errs := validation.IsDNS1123Subdomain(v); len(errs) > 0 {
+			return c.Errf("invalid node name %q: %s", v, strings.Join(errs, "; "))
+		}
+		cfg.podSelector = fields.OneTermEqualSelector("spec.nodeName", v).String()
 	case "findings":
 		on, err := parseOnOff(c, property)
 		cfg.findings = on

@@ -18,7 +18,7 @@ func (g *NSGuard) initView(conf *dnsserver.Config, cfg config, client *kubeClien
 	gauges := &viewGauges{}
 	logger := klog.FromContext(withPluginLogger(context.Background()))
 	v := clusterview.New(clusterview.Config{
-		Client: client, REST: client.rest, Clients: cfg.clients, UIDs: cfg.events > 0,
+		Client: client, REST: client.rest, Clients: cfg.clients, UIDs: cfg.events > 0, PodFieldSelector: cfg.podSelector,
 		OnSynced: gauges.synced, OnStale: gauges.stale, Logger: &logger,
 	})
 	g.view = v
