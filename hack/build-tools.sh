@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds kube-apiserver, kubectl and etcd from tools/ into a cache outside the
-# work tree and prints the bin directory as the last line of stdout.
+# Builds the control plane (etcd, kube-apiserver, kube-controller-manager,
+# kube-scheduler), the node (kubelet, kube-proxy) and kubectl from tools/ into a
+# cache outside the work tree and prints the bin directory as the last line of stdout.
 # Usage: BIN=$(hack/build-tools.sh)
 set -euo pipefail
 
@@ -9,7 +10,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 sum=$(sha256sum "$root/tools/go.sum" | cut -c1-12)
 dir="${NSGUARD_CACHE:-$HOME/.cache/nsguard}/k8s-${K8S_VERSION}-${sum}"
 bin="$dir/bin"
-tools=(kube-apiserver kubectl etcd)
+tools=(kube-apiserver kubectl etcd kube-controller-manager kube-scheduler kubelet kube-proxy)
 
 have_all() {
 	local t
@@ -38,7 +39,7 @@ start=$SECONDS
 # Without the -X flags /version is unparsable and kubectl complains; etcd ignores them.
 ldflags="-s -w -X k8s.io/component-base/version.gitVersion=${K8S_VERSION}"
 ldflags+=" -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37"
-(cd "$root/tools" && go build -trimpath -ldflags "$ldflags" -o "$tmp/" ./kube-apiserver ./kubectl ./etcd) >&2
+(cd "$root/tools" && go build -trimpath -ldflags "$ldflags" -o "$tmp/" "${tools[@]/#/./}") >&2
 chmod 755 "$tmp"
 rm -rf "$bin"
 mv "$tmp" "$bin"

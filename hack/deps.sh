@@ -14,6 +14,11 @@ wanted=(
   buildah:buildah
   libcap2-bin:setcap
   iptables:iptables
+  # the e2e node: a CRI runtime, its OCI runtime, the CNI plugins, and conntrack for kube-proxy
+  containerd:containerd
+  runc:runc
+  containernetworking-plugins:/usr/lib/cni/bridge
+  conntrack:conntrack
 )
 
 missing=()

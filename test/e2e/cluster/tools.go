@@ -12,7 +12,7 @@ import (
 )
 
 // Tools are the binaries hack/build-tools.sh puts in the bin directory.
-var Tools = []string{"etcd", "kube-apiserver", "kubectl"}
+var Tools = []string{"etcd", "kube-apiserver", "kubectl", "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy"}
 
 // RepoRoot walks up from the working directory (a package directory under
 // go test) to the directory holding hack/build-tools.sh.

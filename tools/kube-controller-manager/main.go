@@ -1,0 +1,18 @@
+// Command kube-controller-manager is the upstream kube-controller-manager, built from the
+// module proxy for the e2e node.
+package main
+
+import (
+	"os"
+	_ "time/tzdata" // upstream embeds it, for CronJob time zones
+
+	"k8s.io/component-base/cli"
+	_ "k8s.io/component-base/logs/json/register"          // upstream registers the JSON log format
+	_ "k8s.io/component-base/metrics/prometheus/clientgo" // upstream registers client-go metrics
+	_ "k8s.io/component-base/metrics/prometheus/version"  // upstream registers the version metric
+	"k8s.io/kubernetes/cmd/kube-controller-manager/app"
+)
+
+func main() {
+	os.Exit(cli.Run(app.NewControllerManagerCommand()))
+}
