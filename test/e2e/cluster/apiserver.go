@@ -11,8 +11,8 @@ func (cp *ControlPlane) apiserverArgs() []string {
 	d := cp.workDir
 	args := []string{
 		fmt.Sprintf("--etcd-servers=http://127.0.0.1:%d", cp.etcdPort),
-		"--bind-address=127.0.0.1",
-		"--advertise-address=127.0.0.1",
+		"--bind-address=" + cp.host,
+		"--advertise-address=" + cp.host,
 		fmt.Sprintf("--secure-port=%d", cp.apiPort),
 		"--cert-dir=" + filepath.Join(d, "certs"), // self-signed serving cert
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
@@ -21,9 +21,13 @@ func (cp *ControlPlane) apiserverArgs() []string {
 		"--token-auth-file=" + filepath.Join(d, "tokens.csv"),
 		"--authorization-mode=RBAC",
 		"--service-cluster-ip-range=" + ServiceCIDR,
-		"--endpoint-reconciler-type=none",            // a loopback advertise address is refused otherwise
-		"--disable-admission-plugins=ServiceAccount", // no controller creates default ServiceAccounts
 		"--enable-priority-and-fairness=false",
+	}
+	if !cp.opts.Controllers {
+		args = append(args,
+			"--endpoint-reconciler-type=none",            // a loopback advertise address is refused otherwise
+			"--disable-admission-plugins=ServiceAccount", // no controller creates default ServiceAccounts
+		)
 	}
 	return append(args, cp.opts.APIServerArgs...) // later flags win
 }

@@ -3,8 +3,10 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"time"
 
@@ -26,18 +28,20 @@ const (
 // ControlPlane is a running etcd and kube-apiserver on loopback.
 type ControlPlane struct {
 	Kubeconfig string // path of workDir/kubeconfig
-	Server     string // https://127.0.0.1:PORT
+	Server     string // https://ADDRESS:PORT, 127.0.0.1 unless Options.Address
 	Token      string // bearer token of a system:masters user
 
 	binDir, workDir   string
+	host              string // Options.Address or 127.0.0.1
 	etcdPort, apiPort int
 	opts              Options
 	clientset         kubernetes.Interface
 	restConfig        *rest.Config
 
-	mu        sync.Mutex
-	etcd, api *process
-	stopped   bool
+	mu                    sync.Mutex
+	etcd, api             *process
+	controllers, schedule *process // with Options.Controllers
+	stopped               bool
 }
 
 // Start starts etcd and kube-apiserver from binDir, with their state and logs
@@ -58,14 +62,18 @@ func StartWithOptions(ctx context.Context, binDir, workDir string, opts Options)
 	if err := os.MkdirAll(workDir, 0o755); err != nil {
 		return nil, err
 	}
-	ports, err := loopback.FreePorts(3)
+	ports, err := loopback.FreePorts(5)
 	if err != nil {
 		return nil, err
 	}
+	host := opts.Address
+	if host == "" {
+		host = "127.0.0.1"
+	}
 	cp := &ControlPlane{
 		Kubeconfig: filepath.Join(workDir, "kubeconfig"),
-		Server:     fmt.Sprintf("https://127.0.0.1:%d", ports[2]),
-		binDir:     binDir, workDir: workDir,
+		Server:     "https://" + net.JoinHostPort(host, strconv.Itoa(ports[2])),
+		binDir:     binDir, workDir: workDir, host: host,
 		etcdPort: ports[0], apiPort: ports[2],
 		opts: opts,
 	}
@@ -94,6 +102,11 @@ func StartWithOptions(ctx context.Context, binDir, workDir string, opts Options)
 	}
 	if err := cp.RestartAPIServer(ctx); err != nil {
 		return nil, err
+	}
+	if opts.Controllers {
+		if err := cp.startControllers(ctx, ports[3], ports[4]); err != nil {
+			return nil, err
+		}
 	}
 	return cp, nil
 }
@@ -143,7 +156,9 @@ func (cp *ControlPlane) Stop() {
 	cp.mu.Lock()
 	defer cp.mu.Unlock()
 	cp.stopped = true
+	cp.schedule.stop(apiserverGrace)
+	cp.controllers.stop(apiserverGrace)
 	cp.api.stop(apiserverGrace)
 	cp.etcd.stop(etcdGrace)
-	cp.api, cp.etcd = nil, nil
+	cp.api, cp.etcd, cp.controllers, cp.schedule = nil, nil, nil, nil
 }

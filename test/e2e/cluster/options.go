@@ -12,6 +12,14 @@ type Options struct {
 	// ReadyTimeout bounds the wait for the API server's /readyz at each start; 0: 60 s. Over
 	// tens of thousands of Pods its informers take longer to sync than that on 2 cores.
 	ReadyTimeout time.Duration
+	// Address is where kube-apiserver listens and what it advertises; empty: 127.0.0.1. Pods
+	// reach it through the kubernetes Service, so a node needs an address they can route to.
+	Address string
+	// Controllers also runs kube-controller-manager and kube-scheduler (ControllerArgs and
+	// SchedulerArgs after the suite's flags), and leaves the ServiceAccount admission plugin
+	// on: the controller manager makes the default ServiceAccounts and publishes kube-root-ca.crt.
+	Controllers                   bool
+	ControllerArgs, SchedulerArgs []string
 }
 
 // APIServerMetrics returns kube-apiserver's /metrics page, read as the admin.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strconv"
 	"path/filepath"
 	"time"
 )
@@ -29,9 +30,9 @@ func (cp *ControlPlane) ServingCA() ([]byte, error) {
 		return nil, fmt.Errorf("%s holds no certificate", path)
 	}
 	d := &net.Dialer{Timeout: 5 * time.Second}
-	conn, err := tls.DialWithDialer(d, "tcp", fmt.Sprintf("127.0.0.1:%d", cp.apiPort), &tls.Config{RootCAs: pool, ServerName: "127.0.0.1"})
+	conn, err := tls.DialWithDialer(d, "tcp", net.JoinHostPort(cp.host, strconv.Itoa(cp.apiPort)), &tls.Config{RootCAs: pool, ServerName: cp.host})
 	if err != nil {
-		return nil, fmt.Errorf("the serving certificate in %s does not verify for 127.0.0.1: %w", path, err)
+		return nil, fmt.Errorf("the serving certificate in %s does not verify for %s: %w", path, cp.host, err)
 	}
 	conn.Close()
 	return pem, nil
