@@ -4,7 +4,7 @@ BIN       ?= bin
 FUZZTIME  ?= 10m
 BENCHSTAT ?= $(GO) run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
 
-.PHONY: all test deps fmt-check vet cli-deps deploy-check coredns cli fuzz bench-go demo bench bench-scale clean
+.PHONY: all test test-node deps fmt-check vet cli-deps deploy-check coredns cli fuzz bench-go demo bench bench-scale clean
 
 all: coredns
 
@@ -15,6 +15,12 @@ test: deps fmt-check vet deploy-check cli-deps
 	@echo "make demo (output in $(BIN)/demo.log)"
 	@$(GO) run ./test/e2e/demo >$(BIN)/demo.log 2>&1 || { cat $(BIN)/demo.log; exit 1; }
 	$(GO) test -race -tags e2e -count=1 -timeout 60m ./...
+
+# The node suite alone (test/e2e/node): a single-node cluster of real parts on this machine,
+# and a platform team's journey with nsguard on it. Root; it changes the host's network while
+# it runs, and removes what it added.
+test-node: deps
+	$(GO) test -tags e2e -count=1 -timeout 45m -v ./test/e2e/node/
 
 deps:
 	@hack/deps.sh

@@ -225,3 +225,19 @@ func parseAddrs(out string) (Result, error) {
 	}
 	return r, nil
 }
+
+// Binary is the path of kind's lookup program, for an image that runs it in a real Pod.
+func (c *Clients) Binary(kind Kind) string { return c.bins[kind] }
+
+// ParseOutput reads what a lookup program printed to stdout and its exit status, as Lookup
+// does: addresses with 0, "ERROR <text>" with 2.
+func ParseOutput(stdout string, exitCode int) (Result, error) {
+	out := strings.TrimSpace(stdout)
+	switch {
+	case exitCode == 0:
+		return parseAddrs(out)
+	case exitCode == 2 && strings.HasPrefix(out, "ERROR "):
+		return Result{Err: strings.TrimPrefix(out, "ERROR ")}, nil
+	}
+	return Result{}, fmt.Errorf("lookup exited %d: %s", exitCode, out)
+}

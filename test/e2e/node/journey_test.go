@@ -1,0 +1,321 @@
+//go:build e2e
+
+package node
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nsguard/nsguard/test/e2e/coredns"
+	"github.com/nsguard/nsguard/test/e2e/resolvers"
+)
+
+// The incident's objects, as a user would apply them: no addresses of their own, the API
+// server allocates them.
+const incident = `apiVersion: v1
+kind: Namespace
+metadata: {name: my-app}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: new-namespace-1}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: new-namespace-2}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: legacy-a}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: my-app, namespace: new-namespace-2}
+spec: {selector: {app: my-app}, ports: [{name: https, port: 443}]}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: other-app-1, namespace: legacy-a}
+spec: {selector: {app: other-app-1}, ports: [{name: https, port: 443}]}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: other-app-2, namespace: legacy-a}
+spec: {selector: {app: other-app-2}, ports: [{name: https, port: 443}]}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: other-app-1, namespace: my-app}
+spec: {type: ExternalName, externalName: other-app-1.legacy-a.svc.cluster.local}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: other-app-2, namespace: my-app}
+spec: {type: ExternalName, externalName: other-app-2.legacy-a.svc.cluster.local}
+`
+
+const clientNS = "new-namespace-1"
+
+// central and nodeLocal name the client Pods of each path, by resolver.
+func centralPod(k resolvers.Kind) string   { return "client-" + k.String() }
+func nodeLocalPod(k resolvers.Kind) string { return "nodelocal-" + k.String() }
+
+// journey is what the steps of TestNode share.
+var journey struct {
+	appIP        string // Service my-app in new-namespace-2
+	centralLoad  string // the load client's Pod through kube-dns
+	nodeLoad     string // and through the node-local cache
+	readyTimes   []string
+	lookupsStart time.Time
+}
+
+// TestNode runs a platform team's journey on the node, each step on what the last left.
+func TestNode(t *testing.T) {
+	steps := []struct {
+		name string
+		run  func(*testing.T)
+	}{
+		{"KubeadmCoreDNS", stepKubeadm},
+		{"IncidentBeforeNSGuard", stepBefore},
+		{"RolloutModeLog", stepRollout},
+		{"LogLineEventOffenders", stepReport},
+		{"NodeLocal", stepNodeLocal},
+		{"ModeRefuse", stepRefuse},
+		{"IdentityThroughChurn", stepChurn},
+		{"BackToModeLog", stepBack},
+		{"TheFix", stepFix},
+		{"APIServerAway", stepOutage},
+		{"RollBackToStock", stepRollback},
+		{"NothingLost", stepNothingLost},
+		{"NothingLeftTheMachine", stepUplink},
+	}
+	for _, s := range steps {
+		if !t.Run(s.name, s.run) {
+			t.Logf("--- kubectl get pods -A -o wide ---\n%s", kubectl(t, "get", "pods", "-A", "-o", "wide"))
+			t.FailNow() // each step stands on the last
+		}
+	}
+}
+
+// CoreDNS as kubeadm installs it: its manifests with the cluster's DNS address (kubeadm
+// computes it from the Service range: the 10th address), created, not applied.
+func stepKubeadm(t *testing.T) {
+	dir := t.TempDir()
+	kust := fmt.Sprintf(`apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources: [%s]
+patches:
+- target: {kind: Service, name: kube-dns}
+  patch: |
+    - op: add
+      path: /spec/clusterIP
+      value: %s
+`, relTo(t, dir, "deploy/kubernetes/base"), DNSServiceIP)
+	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(kust), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	must(t, "kubectl create -k "+dir)
+	must(t, "kubectl -n kube-system rollout status deployment/coredns --timeout=3m")
+	apply(t, incident)
+	svc, err := env.node.CP.Clientset().CoreV1().Services("new-namespace-2").Get(t.Context(), "my-app", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	journey.appIP = svc.Spec.ClusterIP
+	for _, k := range resolvers.Kinds {
+		apply(t, clientPod(clientNS, centralPod(k), k, ""))
+		apply(t, clientPod(clientNS, nodeLocalPod(k), k, NodeLocalIP.String()))
+	}
+	for _, k := range resolvers.Kinds {
+		waitRunning(t, clientNS, centralPod(k), 2*time.Minute)
+		waitRunning(t, clientNS, nodeLocalPod(k), 2*time.Minute)
+	}
+	must(t, "kubectl get pods -A -o wide")
+	// The resolv.conf kubelet wrote for the Pods, as containerd mounts it.
+	confs, _ := filepath.Glob(filepath.Join(varDir, "containerd", "io.containerd.grpc.v1.cri", "sandboxes", "*", "resolv.conf"))
+	want := "search " + clientNS + ".svc.cluster.local svc.cluster.local cluster.local corp.example\nnameserver " + DNSServiceIP.String() + "\noptions ndots:5\n"
+	found := false
+	for _, c := range confs {
+		if b, err := os.ReadFile(c); err == nil && string(b) == want {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no Pod sandbox has kubelet's resolv.conf for %s:\n%s", clientNS, want)
+	}
+	t.Logf("kubelet's resolv.conf of the client Pods:\n%s", want)
+}
+
+// Before nsguard, each resolver does what the incident says, in real Pods whose resolv.conf
+// kubelet wrote: musl stops at the namespace's empty answer, the others go on to the node's
+// search domain, a different host.
+func stepBefore(t *testing.T) {
+	want := map[resolvers.Kind]string{resolvers.Glibc: coredns.CorpIP, resolvers.Musl: failed, resolvers.Go: coredns.CorpIP, resolvers.CAres: coredns.CorpIP}
+	for _, k := range resolvers.Kinds {
+		r := lookup(t, clientNS, centralPod(k), "my-app")
+		t.Logf("before nsguard, %s in %s/%s looking up my-app got %s %s", k, clientNS, centralPod(k), show(r), r.Err)
+		if show(r) != want[k] {
+			t.Errorf("%s got %s, want %s", k, show(r), want[k])
+		}
+	}
+}
+
+// loadPod resolves two Service names 50 times a second, through kube-dns or, with
+// nameserver, through that server.
+func loadPod(name, nameserver string) string {
+	dns := ""
+	if nameserver != "" {
+		dns = fmt.Sprintf(`
+  dnsPolicy: "None"
+  dnsConfig:
+    nameservers: [%q]
+    searches: [default.svc.cluster.local, svc.cluster.local, cluster.local, corp.example]
+    options: [{name: ndots, value: "5"}]`, nameserver)
+	}
+	return fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata: {name: %s, namespace: default, labels: {app: nsguard-e2e-load}}
+spec:
+  securityContext: {runAsNonRoot: true, runAsUser: 65532}
+  containers:
+  - name: load
+    image: %s
+    imagePullPolicy: Never
+    args: ["-rate", "50", "my-app.new-namespace-2", "kubernetes.default"]%s
+`, name, LoadImage, dns)
+}
+
+// startLoad starts a load Pod and waits for its first second of answers.
+func startLoad(t *testing.T, name, nameserver string) {
+	t.Helper()
+	apply(t, loadPod(name, nameserver))
+	waitRunning(t, "default", name, 2*time.Minute)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Second) {
+		if out, _ := sh(t, "kubectl logs -n default "+name); regexp.MustCompile(`ok=[1-9]`).MatchString(out) {
+			return
+		}
+		if time.Now().After(deadline) {
+			out, _ := sh(t, "kubectl logs -n default "+name)
+			t.Fatalf("%s answered nothing in 30 s:\n%s", name, out)
+		}
+	}
+}
+
+// The runbook's step 2, under load: the overlay rolls CoreDNS over to the nsguard image.
+func stepRollout(t *testing.T) {
+	journey.centralLoad = "load-central"
+	startLoad(t, journey.centralLoad, "")
+	must(t, "kubectl kustomize "+repoPath("deploy/kubernetes")+" >/dev/null")
+	must(t, "kubectl apply --dry-run=server -k "+repoPath("deploy/kubernetes"))
+	must(t, "kubectl apply -k "+repoPath("deploy/kubernetes"))
+	must(t, "kubectl -n kube-system rollout status deployment/coredns --timeout=5m")
+	pods := coreDNSPods(t)
+	for _, p := range pods {
+		c := p.Spec.Containers[0]
+		if c.Image != CoreDNSImage || p.Spec.SecurityContext.RunAsUser == nil || *p.Spec.SecurityContext.RunAsUser != 65532 {
+			t.Errorf("pod %s runs %s as %v, want %s as 65532", p.Name, c.Image, p.Spec.SecurityContext.RunAsUser, CoreDNSImage)
+		}
+		if lim := c.Resources.Limits.Memory().String(); lim != "210Mi" {
+			t.Errorf("pod %s has the memory limit %s, want the overlay's 210Mi", p.Name, lim)
+		}
+	}
+	checkReadyTimes(t, pods)
+}
+
+func coreDNSPods(t *testing.T) []corev1.Pod {
+	t.Helper()
+	l, err := env.node.CP.Clientset().CoreV1().Pods("kube-system").List(t.Context(), metav1.ListOptions{LabelSelector: "k8s-app=kube-dns"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []corev1.Pod
+	for _, p := range l.Items {
+		if p.DeletionTimestamp == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// checkReadyTimes requires each Pod Ready within what its readiness probe allows: the
+// initial delay, and the period times the failure threshold.
+func checkReadyTimes(t *testing.T, pods []corev1.Pod) {
+	t.Helper()
+	for _, p := range pods {
+		probe := p.Spec.Containers[0].ReadinessProbe
+		if probe == nil || len(p.Status.ContainerStatuses) == 0 || p.Status.ContainerStatuses[0].State.Running == nil {
+			t.Errorf("pod %s: no readiness probe or not running", p.Name)
+			continue
+		}
+		allowed := time.Duration(probe.InitialDelaySeconds+probe.PeriodSeconds*probe.FailureThreshold) * time.Second
+		started := p.Status.ContainerStatuses[0].State.Running.StartedAt.Time
+		var ready time.Time
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+				ready = c.LastTransitionTime.Time
+			}
+		}
+		took := ready.Sub(started)
+		line := fmt.Sprintf("%s Ready %s after its container started (the probe allows %s)", p.Name, took, allowed)
+		journey.readyTimes = append(journey.readyTimes, line)
+		t.Log(line)
+		if ready.IsZero() || took > allowed {
+			t.Errorf("%s: not Ready within %s", p.Name, allowed)
+		}
+	}
+}
+
+// In mode log: the same answers, and the log names the real Pod; with the events overlay its
+// Event shows where its team looks; nsguard offenders reads the runbook's kubectl logs.
+func stepReport(t *testing.T) {
+	stepBefore(t) // nothing changes for clients in mode log
+	logs := waitLog(t, `answer through namespace "my-app": client=[0-9.]+ pod=new-namespace-1/client-musl `, 30*time.Second)
+	t.Logf("the log line:\n%s", logs)
+
+	before := configCounts(t, "k8s-app=kube-dns")
+	must(t, "kubectl apply --dry-run=server -k "+repoPath("deploy/kubernetes-events"))
+	must(t, "kubectl apply -k "+repoPath("deploy/kubernetes-events"))
+	took := waitReloaded(t, "k8s-app=kube-dns", before, 3*time.Minute)
+	t.Logf("the events overlay's Corefile ran on every CoreDNS Pod %s after kubectl apply", took.Round(time.Second))
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(2 * time.Second) {
+		lookup(t, clientNS, centralPod(resolvers.Musl), "my-app")
+		out := must(t, "kubectl describe pod -n "+clientNS+" "+centralPod(resolvers.Musl)+" | sed -n '/^Events:/,$p'")
+		if strings.Contains(out, "DNSNameThroughNamespace") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no DNSNameThroughNamespace Event in kubectl describe pod after a minute")
+		}
+	}
+	must(t, "kubectl get events -A --field-selector reason=DNSNameThroughNamespace")
+
+	out, code := sh(t, "kubectl logs -n kube-system -l k8s-app=kube-dns --prefix --timestamps --tail=-1 | kubectl nsguard offenders")
+	t.Logf("$ kubectl logs -n kube-system -l k8s-app=kube-dns --prefix --timestamps | kubectl nsguard offenders (exit %d)\n%s", code, out)
+	if code != 1 || !strings.Contains(out, clientNS+"/"+centralPod(resolvers.Musl)) {
+		t.Errorf("nsguard offenders: want exit 1 and %s/%s named", clientNS, centralPod(resolvers.Musl))
+	}
+}
+
+// waitLog waits for a line matching pattern in the CoreDNS logs and returns it.
+func waitLog(t *testing.T, pattern string, timeout time.Duration) string {
+	t.Helper()
+	re := regexp.MustCompile(pattern)
+	for deadline := time.Now().Add(timeout); ; time.Sleep(time.Second) {
+		for _, l := range strings.Split(coreDNSLogs(t), "\n") {
+			if re.MatchString(l) {
+				return l
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no CoreDNS log line matches %s after %s:\n%s", pattern, timeout, coreDNSLogs(t))
+		}
+	}
+}

@@ -1,0 +1,435 @@
+//go:build e2e
+
+package node
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nsguard/nsguard/test/e2e/coredns"
+	"github.com/nsguard/nsguard/test/e2e/resolvers"
+)
+
+// The node-local cache, deployed as NodeLocal DNSCache is, on this node's link-local address;
+// its nsguard names the real Pods that ask it, and watches only this node's Pods.
+func stepNodeLocal(t *testing.T) {
+	dir := t.TempDir()
+	kust := fmt.Sprintf(`apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources: [%s]
+patches:
+- target: {kind: DaemonSet, name: node-local-dns}
+  patch: |
+    - op: replace
+      path: /spec/template/spec/containers/0/env/0/value
+      value: %s
+    - op: replace
+      path: /spec/template/spec/containers/0/livenessProbe/httpGet/host
+      value: %s
+`, relTo(t, dir, "deploy/kubernetes-nodelocal"), NodeLocalIP, NodeLocalIP)
+	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(kust), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	must(t, "kubectl apply --dry-run=server -k "+repoPath("deploy/kubernetes-nodelocal"))
+	must(t, "kubectl apply -k "+dir)
+	must(t, "kubectl -n kube-system rollout status daemonset/node-local-dns --timeout=3m")
+
+	// The same answers as through kube-dns: the cache forwards cluster.local to it.
+	want := map[resolvers.Kind]string{resolvers.Glibc: coredns.CorpIP, resolvers.Musl: failed, resolvers.Go: coredns.CorpIP, resolvers.CAres: coredns.CorpIP}
+	for _, k := range resolvers.Kinds {
+		r := lookup(t, clientNS, nodeLocalPod(k), "my-app")
+		t.Logf("through the node-local cache, %s in %s/%s looking up my-app got %s %s", k, clientNS, nodeLocalPod(k), show(r), r.Err)
+		if show(r) != want[k] {
+			t.Errorf("%s got %s, want %s", k, show(r), want[k])
+		}
+	}
+	line := waitNodeLocalLog(t, `answer through namespace "my-app": client=[0-9.]+ pod=new-namespace-1/nodelocal-musl `, 30*time.Second)
+	t.Logf("the node-local cache's log line:\n%s", line)
+
+	// The API server's audit log: the node-local cache's Pod list and watch carry the field
+	// selector of this node, and no request of it asks for every Pod.
+	b, err := os.ReadFile(env.node.AuditLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const user = `"username":"system:serviceaccount:kube-system:node-local-dns"`
+	selected, all := 0, 0
+	for _, l := range strings.Split(string(b), "\n") {
+		if !strings.Contains(l, user) || !strings.Contains(l, `"resource":"pods"`) {
+			continue
+		}
+		if strings.Contains(l, "fieldSelector=spec.nodeName%3D"+NodeName) {
+			if selected == 0 {
+				t.Logf("audit log:\n%s", l)
+			}
+			selected++
+		} else {
+			all++
+			t.Errorf("a Pod request of the node-local cache without the node's field selector:\n%s", l)
+		}
+	}
+	if selected == 0 {
+		t.Errorf("no Pod list or watch of the node-local cache in the audit log %s", env.node.AuditLog)
+	}
+	t.Logf("audit log: %d Pod lists and watches of the node-local cache, all with fieldSelector=spec.nodeName=%s; %d without", selected, NodeName, all)
+
+	journey.nodeLoad = "load-nodelocal"
+	startLoad(t, journey.nodeLoad, NodeLocalIP.String())
+}
+
+func waitNodeLocalLog(t *testing.T, pattern string, timeout time.Duration) string {
+	t.Helper()
+	re := regexp.MustCompile(pattern)
+	for deadline := time.Now().Add(timeout); ; time.Sleep(time.Second) {
+		out, _ := sh(t, "kubectl logs -n kube-system -l k8s-app=node-local-dns --prefix --timestamps --tail=-1")
+		for _, l := range strings.Split(out, "\n") {
+			if re.MatchString(l) {
+				return l
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no node-local log line matches %s after %s:\n%s", pattern, timeout, out)
+		}
+	}
+}
+
+// The runbook's step 5: mode refuse. Every resolver moves past the namespace, as kubectl
+// nsguard explain predicts.
+func stepRefuse(t *testing.T) {
+	before := configCounts(t, "k8s-app=kube-dns")
+	must(t, "kubectl apply --dry-run=server -k "+repoPath("deploy/kubernetes-refuse"))
+	must(t, "kubectl apply -k "+repoPath("deploy/kubernetes-refuse"))
+	took := waitReloaded(t, "k8s-app=kube-dns", before, 3*time.Minute)
+	t.Logf("mode refuse ran on every CoreDNS Pod %s after kubectl apply", took.Round(time.Second))
+
+	search := strings.Join(resolvers.PodSearch(clientNS), " ")
+	out, code := sh(t, "kubectl nsguard explain my-app -n "+clientNS+" --mode refuse --search '"+search+"'")
+	t.Logf("$ kubectl nsguard explain my-app -n %s --mode refuse --search '%s' (exit %d)\n%s", clientNS, search, code, out)
+	for _, k := range resolvers.Kinds {
+		r := lookup(t, clientNS, centralPod(k), "my-app")
+		t.Logf("in mode refuse, %s in %s/%s looking up my-app got %s %s", k, clientNS, centralPod(k), show(r), r.Err)
+		if show(r) != coredns.CorpIP {
+			t.Errorf("%s got %s, want %s (my-app.corp.example, past the namespace)", k, show(r), coredns.CorpIP)
+		}
+		row := explainRow(out, k)
+		if !strings.Contains(row, "candidate 4: the upstream's answer") {
+			t.Errorf("nsguard explain predicts for %s %q, not the 4th candidate (my-app.corp.example) that it got", k, row)
+		}
+	}
+	waitLog(t, `pod=new-namespace-1/client-musl .*action=refused`, 30*time.Second)
+}
+
+// explainRow is the line of nsguard explain's table for a resolver.
+func explainRow(out string, k resolvers.Kind) string {
+	name := k.String()
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, name+" ") {
+			return l
+		}
+	}
+	return ""
+}
+
+// Identity through real churn: a client Pod goes, and Pods of another namespace come until
+// the CNI hands one its address. The next line names the new Pod, and allow client (the refuse
+// overlay allows kube-system) decides by the new Pod's namespace: musl, refused in
+// new-namespace-1, goes on to the corp domain; allowed in kube-system, it stops at the
+// namespace's empty answer and fails.
+func stepChurn(t *testing.T) {
+	cs := env.node.CP.Clientset().CoreV1()
+	apply(t, clientPod(clientNS, "churn-a", resolvers.Musl, ""))
+	a := waitRunning(t, clientNS, "churn-a", 2*time.Minute)
+	addr := a.Status.PodIP
+	if r := lookup(t, clientNS, "churn-a", "my-app"); show(r) != coredns.CorpIP {
+		t.Fatalf("musl in %s/churn-a got %s, want %s (refused)", clientNS, show(r), coredns.CorpIP)
+	}
+	waitLog(t, `client=`+regexp.QuoteMeta(addr)+` pod=new-namespace-1/churn-a .*action=refused`, 30*time.Second)
+	zero := int64(0)
+	if err := cs.Pods(clientNS).Delete(t.Context(), "churn-a", metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, clientNS, "churn-a")
+	var got string
+	for i := 1; i <= 64; i++ {
+		name := "churn-b-" + strconv.Itoa(i)
+		apply(t, clientPod("kube-system", name, resolvers.Musl, ""))
+		p := waitRunning(t, "kube-system", name, 2*time.Minute)
+		if p.Status.PodIP == addr {
+			got = name
+			t.Logf("after %d Pods in kube-system, the CNI gave kube-system/%s the address %s of %s/churn-a", i, name, addr, clientNS)
+			break
+		}
+		if err := cs.Pods("kube-system").Delete(t.Context(), name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+			t.Fatal(err)
+		}
+		waitGone(t, "kube-system", name)
+	}
+	if got == "" {
+		t.Fatalf("the CNI never handed %s out again in 64 Pods", addr)
+	}
+	defer cs.Pods("kube-system").Delete(context.WithoutCancel(t.Context()), got, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+	// The view learns of the new Pod from its watch: the first lookups may still be named by
+	// the old one, so ask until the line names the new Pod.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Second) {
+		r := lookup(t, "kube-system", got, "my-app")
+		lines := coreDNSLogs(t)
+		if regexp.MustCompile(`client=` + regexp.QuoteMeta(addr) + ` pod=kube-system/` + got + ` .*action=allowed`).MatchString(lines) {
+			t.Logf("musl in kube-system/%s (allowed) got %s %s", got, show(r), r.Err)
+			if r.OK() {
+				t.Errorf("musl in kube-system/%s got %s: allowed, it should stop at the namespace's empty answer", got, show(r))
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no line names kube-system/%s with action=allowed:\n%s", got, lines)
+		}
+	}
+}
+
+func waitGone(t *testing.T, ns, name string) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(300 * time.Millisecond) {
+		_, err := env.node.CP.Clientset().CoreV1().Pods(ns).Get(t.Context(), name, metav1.GetOptions{})
+		if err != nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pod %s/%s still there after a minute", ns, name)
+		}
+	}
+}
+
+// Back to mode log, as the runbook rolls back.
+func stepBack(t *testing.T) {
+	before := configCounts(t, "k8s-app=kube-dns")
+	must(t, "kubectl apply -k "+repoPath("deploy/kubernetes"))
+	took := waitReloaded(t, "k8s-app=kube-dns", before, 3*time.Minute)
+	t.Logf("mode log ran again on every CoreDNS Pod %s after kubectl apply", took.Round(time.Second))
+	if r := lookup(t, clientNS, centralPod(resolvers.Musl), "my-app"); r.OK() {
+		t.Errorf("musl got %s in mode log, want the namespace's empty answer again", show(r))
+	}
+}
+
+// The incident's fix: an ExternalName Service my-app in the client's namespace. Every
+// resolver reaches the Service meant, on both paths.
+func stepFix(t *testing.T) {
+	apply(t, `apiVersion: v1
+kind: Service
+metadata: {name: my-app, namespace: new-namespace-1}
+spec: {type: ExternalName, externalName: my-app.new-namespace-2.svc.cluster.local}
+`)
+	time.Sleep(6 * time.Second) // the node-local cache keeps a denial 5 s
+	for _, k := range resolvers.Kinds {
+		for _, pod := range []string{centralPod(k), nodeLocalPod(k)} {
+			r := lookup(t, clientNS, pod, "my-app")
+			t.Logf("with the fix, %s in %s/%s looking up my-app got %s %s", k, clientNS, pod, show(r), r.Err)
+			if show(r) != journey.appIP {
+				t.Errorf("%s got %s, want %s (Service my-app in new-namespace-2)", pod, show(r), journey.appIP)
+			}
+		}
+	}
+}
+
+// The API server away for 60 s while Pods keep resolving on both paths: answers keep coming,
+// nsguard's stale gauge rises and falls, nothing restarts (checked with the rest at the end).
+func stepOutage(t *testing.T) {
+	scrapes := map[string]string{}
+	for _, p := range coreDNSPods(t) {
+		scrapes["central "+p.Name] = "http://" + p.Status.PodIP + ":9153/metrics"
+	}
+	scrapes["node-local"] = "http://" + NodeLocalIP.String() + ":9253/metrics"
+	stale := func() map[string]float64 {
+		out := map[string]float64{}
+		for name, url := range scrapes {
+			out[name] = staleGauge(t, url)
+		}
+		return out
+	}
+	t.Logf("stale before: %v", stale())
+	env.node.CP.StopAPIServer()
+	start := time.Now()
+	rose := map[string]time.Duration{}
+	for time.Since(start) < 60*time.Second {
+		for name, v := range stale() {
+			if _, ok := rose[name]; !ok && v == 1 {
+				rose[name] = time.Since(start).Round(time.Second)
+			}
+		}
+		time.Sleep(2 * time.Second)
+	}
+	if err := env.node.CP.RestartAPIServer(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	back := time.Now()
+	t.Logf("the API server was away %s; stale gauge rose after %v", back.Sub(start).Round(time.Second), rose)
+	for name := range scrapes {
+		if _, ok := rose[name]; !ok {
+			t.Errorf("%s: the stale gauge never rose while the API server was away", name)
+		}
+	}
+	fell := map[string]time.Duration{}
+	for deadline := time.Now().Add(2 * time.Minute); len(fell) < len(scrapes) && time.Now().Before(deadline); time.Sleep(2 * time.Second) {
+		for name, v := range stale() {
+			if _, ok := fell[name]; !ok && v == 0 {
+				fell[name] = time.Since(back).Round(time.Second)
+			}
+		}
+	}
+	t.Logf("stale gauge fell %v after the API server came back", fell)
+	if len(fell) < len(scrapes) {
+		t.Errorf("the stale gauge did not fall everywhere within 2 minutes: %v", stale())
+	}
+	if err := env.node.Healthy(); err != nil {
+		t.Error(err)
+	}
+}
+
+// staleGauge reads coredns_nsguard_view_stale, summed over server blocks.
+func staleGauge(t *testing.T, url string) float64 {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatalf("scrape %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return coredns.Sum(string(b), "coredns_nsguard_view_stale")
+}
+
+// The runbook's roll back to stock CoreDNS, under load.
+func stepRollback(t *testing.T) {
+	must(t, "kubectl apply -k "+repoPath("deploy/kubernetes/base"))
+	must(t, "kubectl delete --ignore-not-found clusterrole,clusterrolebinding system:coredns-nsguard system:coredns-nsguard-events")
+	must(t, "kubectl -n kube-system rollout status deployment/coredns --timeout=5m")
+	pods := coreDNSPods(t)
+	for _, p := range pods {
+		if img := p.Spec.Containers[0].Image; img != StockCoreDNSImage {
+			t.Errorf("pod %s runs %s after the roll back, want %s", p.Name, img, StockCoreDNSImage)
+		}
+	}
+	checkReadyTimes(t, pods)
+	time.Sleep(5 * time.Second) // a last few seconds of lookups on the stock pods
+}
+
+// Through everything: no lookup of the load clients failed, no container restarted or was
+// killed for memory.
+func stepNothingLost(t *testing.T) {
+	for _, name := range []string{journey.centralLoad, journey.nodeLoad} {
+		out := kubectl(t, "logs", "-n", "default", name)
+		last := ""
+		for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+			if strings.HasPrefix(l, "t=") {
+				last = l
+			}
+			if strings.HasPrefix(l, "FAILED") {
+				t.Errorf("%s: %s", name, l)
+			}
+		}
+		m := regexp.MustCompile(`total_ok=(\d+) total_failed=(\d+)`).FindStringSubmatch(last)
+		if m == nil {
+			t.Fatalf("%s: no count in its log:\n%s", name, out)
+		}
+		t.Logf("%s: %s lookups answered, %s failed (%s)", name, m[1], m[2], last)
+		if m[2] != "0" {
+			t.Errorf("%s: %s lookups failed", name, m[2])
+		}
+	}
+	pods, err := env.node.CP.Clientset().CoreV1().Pods("").List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		for _, c := range p.Status.ContainerStatuses {
+			oom := c.LastTerminationState.Terminated != nil && c.LastTerminationState.Terminated.Reason == "OOMKilled" ||
+				c.State.Terminated != nil && c.State.Terminated.Reason == "OOMKilled"
+			if c.RestartCount != 0 || oom {
+				t.Errorf("%s/%s container %s: %d restarts, OOMKilled %v", p.Namespace, p.Name, c.Name, c.RestartCount, oom)
+			}
+		}
+	}
+	t.Logf("%d Pods, no restart, none OOMKilled; Ready times:\n%s", len(pods.Items), strings.Join(journey.readyTimes, "\n"))
+	must(t, "kubectl get pods -A -o wide")
+	_ = corev1.PodRunning
+}
+
+// Nothing left the machine: packets to the Pod and Service ranges never reached the uplink,
+// even those sent on purpose to addresses no Pod or Service holds, from the host and from a
+// Pod; and a Pod's packet to the outside world was dropped, not forwarded.
+func stepUplink(t *testing.T) {
+	pause := sandboxPID(t, clientNS, centralPod(resolvers.Go))
+	probes := [][]string{
+		{"dig", "+tries=1", "+time=1", "@10.73.200.200", "probe.example"}, // a Service address nobody holds
+		{"dig", "+tries=1", "+time=1", "@10.72.200.1", "probe.example"},   // a Pod address outside the node's subnet
+		{"dig", "+tries=1", "+time=1", "@10.72.0.30", "probe.example"},    // one inside, free
+		{"nsenter", "-t", pause, "-n", "dig", "+tries=1", "+time=1", "@10.73.200.200", "probe.example"},
+		{"nsenter", "-t", pause, "-n", "dig", "+tries=1", "+time=1", "@10.72.200.1", "probe.example"},
+		{"nsenter", "-t", pause, "-n", "dig", "+tries=1", "+time=1", "@198.51.100.53", "probe.example"}, // the world
+	}
+	outBefore, err := chainPackets("mangle", fwdChain, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range probes {
+		out, _ := run(p...)
+		t.Logf("$ %s: %s", strings.Join(p, " "), firstLine(out))
+	}
+	fwd, own, err := env.node.UplinkPackets()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("packets to %s or %s on the uplink %s: %d forwarded (dropped), %d of the host's own", PodCIDR, ServiceCIDR, env.node.Uplink, fwd, own)
+	if fwd != 0 || own != 0 {
+		t.Errorf("packets to the Pod or Service range reached the uplink: %d forwarded, %d the host's own", fwd, own)
+	}
+	outAfter, err := chainPackets("mangle", fwdChain, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("forwarded packets bound for the uplink, dropped: %d (the probe to the world among them)", outAfter)
+	if outAfter <= outBefore {
+		t.Errorf("the Pod's probe to 198.51.100.53 was not dropped in FORWARD")
+	}
+}
+
+// sandboxPID is the process ID of a Pod's sandbox (pause), whose network namespace is the Pod's.
+func sandboxPID(t *testing.T, ns, name string) string {
+	t.Helper()
+	out, err := ctr(t.Context(), "containers", "list", "labels.io.kubernetes.pod.name=="+name, "labels.io.kubernetes.pod.namespace=="+ns, "labels.io.kubernetes.container.name==POD")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) < 2 {
+		t.Fatalf("no sandbox of %s/%s:\n%s", ns, name, out)
+	}
+	id := strings.Fields(lines[1])[0]
+	task, err := ctr(t.Context(), "tasks", "ps", id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl := strings.Split(strings.TrimSpace(task), "\n")
+	if len(tl) < 2 {
+		t.Fatalf("no process in sandbox %s:\n%s", id, task)
+	}
+	return strings.Fields(tl[1])[0]
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
