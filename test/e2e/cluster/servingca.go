@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"strconv"
 	"path/filepath"
+	"strconv"
 	"time"
 )
 
