@@ -18,50 +18,6 @@ import (
 	"github.com/nsguard/nsguard/test/e2e/resolvers"
 )
 
-// The incident's objects, as a user would apply them: no addresses of their own, the API
-// server allocates them.
-const incident = `apiVersion: v1
-kind: Namespace
-metadata: {name: my-app}
----
-apiVersion: v1
-kind: Namespace
-metadata: {name: new-namespace-1}
----
-apiVersion: v1
-kind: Namespace
-metadata: {name: new-namespace-2}
----
-apiVersion: v1
-kind: Namespace
-metadata: {name: legacy-a}
----
-apiVersion: v1
-kind: Service
-metadata: {name: my-app, namespace: new-namespace-2}
-spec: {selector: {app: my-app}, ports: [{name: https, port: 443}]}
----
-apiVersion: v1
-kind: Service
-metadata: {name: other-app-1, namespace: legacy-a}
-spec: {selector: {app: other-app-1}, ports: [{name: https, port: 443}]}
----
-apiVersion: v1
-kind: Service
-metadata: {name: other-app-2, namespace: legacy-a}
-spec: {selector: {app: other-app-2}, ports: [{name: https, port: 443}]}
----
-apiVersion: v1
-kind: Service
-metadata: {name: other-app-1, namespace: my-app}
-spec: {type: ExternalName, externalName: other-app-1.legacy-a.svc.cluster.local}
----
-apiVersion: v1
-kind: Service
-metadata: {name: other-app-2, namespace: my-app}
-spec: {type: ExternalName, externalName: other-app-2.legacy-a.svc.cluster.local}
-`
-
 const clientNS = "new-namespace-1"
 
 // central and nodeLocal name the client Pods of each path, by resolver.
@@ -108,23 +64,10 @@ func TestNode(t *testing.T) {
 // CoreDNS as kubeadm installs it: its manifests with the cluster's DNS address (kubeadm
 // computes it from the Service range: the 10th address), created, not applied.
 func stepKubeadm(t *testing.T) {
-	dir := t.TempDir()
-	kust := fmt.Sprintf(`apiVersion: kustomize.config.k8s.io/v1beta1
-kind: Kustomization
-resources: [%s]
-patches:
-- target: {kind: Service, name: kube-dns}
-  patch: |
-    - op: add
-      path: /spec/clusterIP
-      value: %s
-`, relTo(t, dir, "deploy/kubernetes/base"), DNSServiceIP)
-	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(kust), 0o644); err != nil {
+	if err := env.node.InstallKubeadmCoreDNS(t.Context(), env.root, t.TempDir()); err != nil {
 		t.Fatal(err)
 	}
-	must(t, "kubectl create -k "+dir)
-	must(t, "kubectl -n kube-system rollout status deployment/coredns --timeout=3m")
-	apply(t, incident)
+	apply(t, Incident)
 	svc, err := env.node.CP.Clientset().CoreV1().Services("new-namespace-2").Get(t.Context(), "my-app", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -277,7 +220,9 @@ func checkReadyTimes(t *testing.T, pods []corev1.Pod) {
 // Event shows where its team looks; nsguard offenders reads the runbook's kubectl logs.
 func stepReport(t *testing.T) {
 	stepBefore(t) // nothing changes for clients in mode log
-	logs := waitLog(t, `answer through namespace "my-app": client=[0-9.]+ pod=new-namespace-1/client-musl `, 30*time.Second)
+	// Until kube-proxy drops them, the old Pods answer in their lame duck seconds: ask again.
+	logs := waitLogAfter(t, `answer through namespace "my-app": client=[0-9.]+ pod=new-namespace-1/client-musl `, 30*time.Second,
+		func() { lookup(t, clientNS, centralPod(resolvers.Musl), "my-app") })
 	t.Logf("the log line:\n%s", logs)
 
 	before := configCounts(t, "k8s-app=kube-dns")
@@ -307,8 +252,15 @@ func stepReport(t *testing.T) {
 // waitLog waits for a line matching pattern in the CoreDNS logs and returns it.
 func waitLog(t *testing.T, pattern string, timeout time.Duration) string {
 	t.Helper()
+	return waitLogAfter(t, pattern, timeout, func() {})
+}
+
+// waitLogAfter is waitLog that runs ask before each look at the logs.
+func waitLogAfter(t *testing.T, pattern string, timeout time.Duration, ask func()) string {
+	t.Helper()
 	re := regexp.MustCompile(pattern)
 	for deadline := time.Now().Add(timeout); ; time.Sleep(time.Second) {
+		ask()
 		for _, l := range strings.Split(coreDNSLogs(t), "\n") {
 			if re.MatchString(l) {
 				return l
