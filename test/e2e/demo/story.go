@@ -81,13 +81,9 @@ func (d *demo) build() error {
 	if out, err := build.CombinedOutput(); err != nil {
 		return fmt.Errorf("go build ./cmd/nsguard: %v\n%s", err, out)
 	}
-	corednsBin, err := coredns.Build(d.ctx, d.root, d.work)
-	if err != nil {
-		return err
-	}
 	d.say("Built; %s so far. Now the node: containerd and its images (built here with buildah: pause, CoreDNS", time.Since(d.start).Round(time.Second))
 	d.say("v1.15.0 as released, the nsguard image of deploy/Dockerfile, a client per resolver), then the control plane.")
-	d.n, err = node.Start(d.ctx, node.Options{BinDir: tools, Root: d.root, Dir: filepath.Join(d.work, "node"), CoreDNS: corednsBin})
+	d.n, err = node.Start(d.ctx, node.Options{BinDir: tools, Root: d.root, Dir: filepath.Join(d.work, "node")})
 	return err
 }
 

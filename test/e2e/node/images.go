@@ -2,7 +2,10 @@ package node
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,9 +31,12 @@ const (
 func ClientImage(k resolvers.Kind) string { return "localhost/nsguard-e2e/lookup-" + k.String() + ":1" }
 
 // builder builds images with buildah in hack/check-image.sh's storage and imports them.
+// An image whose files are the same as a last run's is imported from that run's archive,
+// kept under the cache by the hash of its files, without building it again.
 type builder struct {
 	root, dir string // the repository, and a scratch directory
-	store     string
+	store     string // buildah's
+	archives  string // the images' OCI archives, by content
 }
 
 func newBuilder(root, dir string) *builder {
@@ -38,7 +44,52 @@ func newBuilder(root, dir string) *builder {
 	if cache == "" {
 		cache = filepath.Join(os.Getenv("HOME"), ".cache", "nsguard")
 	}
-	return &builder{root: root, dir: dir, store: filepath.Join(cache, "buildah")}
+	return &builder{root: root, dir: dir, store: filepath.Join(cache, "buildah"), archives: filepath.Join(cache, "node-images")}
+}
+
+// contentKey hashes what makes an image: its name, user and entrypoint, and each file of its
+// root file system with its path, mode and extended attributes (the binary's capability).
+func contentKey(name, rootfs, user string, entrypoint []string) (string, error) {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\n%s\n%q\n", name, user, entrypoint)
+	err := filepath.WalkDir(rootfs, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		st, err := os.Stat(path)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(rootfs, path)
+		caps, _ := run("getcap", path)
+		fmt.Fprintf(h, "%s %o %s\n", rel, st.Mode(), strings.TrimPrefix(strings.TrimSpace(caps), path))
+		f, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		_, err = io.Copy(h, f)
+		return err
+	})
+	return hex.EncodeToString(h.Sum(nil))[:16], err
+}
+
+// archive is where the image name of key is kept.
+func (b *builder) archive(name, key string) string {
+	return filepath.Join(b.archives, strings.NewReplacer("/", "_", ":", "_").Replace(name)+"-"+key+".tar")
+}
+
+// cached imports the archive of key if an earlier run left it, and reports whether it did.
+func (b *builder) cached(ctx context.Context, name, key string) bool {
+	archive := b.archive(name, key)
+	if _, err := os.Stat(archive); err != nil {
+		return false
+	}
+	if _, err := ctr(ctx, "images", "import", archive); err != nil {
+		os.Remove(archive) // a broken one is built again
+		return false
+	}
+	return true
 }
 
 func (b *builder) buildah(ctx context.Context, args ...string) (string, error) {
@@ -54,20 +105,40 @@ func (b *builder) buildah(ctx context.Context, args ...string) (string, error) {
 	return strings.TrimSpace(string(out)), nil
 }
 
-// importImage pushes a built image to an OCI archive under name and imports it into the
-// node's containerd.
-func (b *builder) importImage(ctx context.Context, image, name string) error {
-	archive := filepath.Join(b.dir, strings.NewReplacer("/", "_", ":", "_").Replace(name)+".tar")
-	if _, err := b.buildah(ctx, "push", "--quiet", image, "oci-archive:"+archive+":"+name); err != nil {
+// importImage pushes a built image to an OCI archive under name, kept by key, and imports it
+// into the node's containerd.
+func (b *builder) importImage(ctx context.Context, image, name, key string) error {
+	if err := os.MkdirAll(b.archives, 0o755); err != nil {
 		return err
 	}
-	defer os.Remove(archive)
+	archive := b.archive(name, key)
+	tmp := archive + ".tmp"
+	if _, err := b.buildah(ctx, "push", "--quiet", image, "oci-archive:"+tmp+":"+name); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, archive); err != nil {
+		return err
+	}
+	// The same image's older archives: the cache keeps one per image.
+	old, _ := filepath.Glob(strings.TrimSuffix(archive, key+".tar") + "*.tar")
+	for _, o := range old {
+		if o != archive {
+			os.Remove(o)
+		}
+	}
 	_, err := ctr(ctx, "images", "import", archive)
 	return err
 }
 
 // fromRootfs builds image name from the directory rootfs, run as user with entrypoint.
 func (b *builder) fromRootfs(ctx context.Context, name, rootfs, user string, entrypoint ...string) error {
+	key, err := contentKey(name, rootfs, user, entrypoint)
+	if err != nil {
+		return err
+	}
+	if b.cached(ctx, name, key) {
+		return nil
+	}
 	c, err := b.buildah(ctx, "from", "--quiet", "scratch")
 	if err != nil {
 		return err
@@ -83,7 +154,7 @@ func (b *builder) fromRootfs(ctx context.Context, name, rootfs, user string, ent
 	if _, err := b.buildah(ctx, "commit", "--quiet", "--rm", c, name); err != nil {
 		return err
 	}
-	return b.importImage(ctx, name, name)
+	return b.importImage(ctx, name, name, key)
 }
 
 // stage copies files (image path -> host path) into a fresh rootfs, with the shared
@@ -160,76 +231,105 @@ func (b *builder) goBuild(ctx context.Context, pkg, out string) error {
 }
 
 // buildImages builds and imports every image the node's Pods run: the sandbox, CoreDNS as
-// released and with nsguard, a client image per resolver and the load client.
-func buildImages(ctx context.Context, root, dir string) error {
+// released and with nsguard, a client image per resolver and the load client. It returns the
+// released CoreDNS's binary, which serves the upstream stand-in too.
+func buildImages(ctx context.Context, root, dir string) (stockCoreDNS string, err error) {
 	b := newBuilder(root, dir)
 	bin := filepath.Join(dir, "bin")
 	if err := os.MkdirAll(bin, 0o755); err != nil {
-		return err
+		return "", err
 	}
 	pause := filepath.Join(bin, "pause")
 	if err := b.goBuild(ctx, "./test/e2e/node/pause", pause); err != nil {
-		return err
+		return "", err
 	}
 	rootfs, err := b.stage(PauseImage, map[string]string{"/pause": pause}, nil)
 	if err != nil {
-		return err
+		return "", err
 	}
 	if err := b.fromRootfs(ctx, PauseImage, rootfs, "65535:65535", "/pause"); err != nil {
-		return err
+		return "", err
 	}
 
 	// Resolvers: the suite's own lookup programs, with the Pod's resolv.conf read at run time.
 	clients, err := resolvers.Build(ctx, filepath.Join(dir, "resolvers"))
 	if err != nil {
-		return err
+		return "", err
 	}
 	nss := map[string]string{"/etc/nsswitch.conf": "hosts: files dns\n"}
 	for _, k := range resolvers.Kinds {
 		rootfs, err := b.stage(ClientImage(k), map[string]string{"/pause": pause, "/lookup": clients.Binary(k)}, nss)
 		if err != nil {
-			return err
+			return "", err
 		}
 		if err := b.fromRootfs(ctx, ClientImage(k), rootfs, "65532:65532", "/pause"); err != nil {
-			return err
+			return "", err
 		}
 	}
 	load := filepath.Join(bin, "loadlookup")
 	if err := b.goBuild(ctx, "./test/e2e/node/loadlookup", load); err != nil {
-		return err
+		return "", err
 	}
 	if rootfs, err = b.stage(LoadImage, map[string]string{"/loadlookup": load}, nil); err != nil {
-		return err
+		return "", err
 	}
 	if err := b.fromRootfs(ctx, LoadImage, rootfs, "65532:65532", "/loadlookup"); err != nil {
-		return err
+		return "", err
 	}
 
 	// CoreDNS v1.15.0 as released: the module's own main package, staged as deploy/Dockerfile
 	// stages cmd/coredns, with the capability to bind port 53 as user 65532.
 	stock := filepath.Join(bin, "coredns-stock")
 	if err := b.goBuild(ctx, "github.com/coredns/coredns", stock); err != nil {
-		return err
+		return "", err
 	}
 	if rootfs, err = b.stage(StockCoreDNSImage, map[string]string{"/coredns": stock}, map[string]string{
 		"/etc/passwd": "root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n",
 		"/etc/group":  "root:x:0:\nnonroot:x:65532:\n",
 	}); err != nil {
-		return err
+		return "", err
 	}
 	if _, err := run("setcap", "cap_net_bind_service=+ep", filepath.Join(rootfs, "coredns")); err != nil {
-		return err
+		return "", err
 	}
 	if err := b.fromRootfs(ctx, StockCoreDNSImage, rootfs, "65532:65532", "/coredns"); err != nil {
-		return err
+		return "", err
 	}
 
-	// CoreDNS with nsguard, as hack/check-image.sh builds and checks it.
+	// CoreDNS with nsguard, as hack/check-image.sh builds and checks it, unless the binary it
+	// would build (the same flags) is the one of an image built before.
+	own := filepath.Join(bin, "coredns-nsguard")
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", "-s -w", "-o", own, "./cmd/coredns")
+	cmd.Dir, cmd.Env = root, append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build ./cmd/coredns: %v\n%s", err, out)
+	}
+	key, err := fileKey(CoreDNSImage, own, filepath.Join(root, "deploy", "Dockerfile"))
+	if err != nil {
+		return "", err
+	}
+	if b.cached(ctx, CoreDNSImage, key) {
+		return stock, nil
+	}
 	const tag = "nsguard-coredns:node"
-	cmd := exec.CommandContext(ctx, filepath.Join(root, "hack", "check-image.sh"), tag)
+	cmd = exec.CommandContext(ctx, filepath.Join(root, "hack", "check-image.sh"), tag)
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("hack/check-image.sh %s: %v\n%s", tag, err, out)
+		return "", fmt.Errorf("hack/check-image.sh %s: %v\n%s", tag, err, out)
 	}
-	return b.importImage(ctx, tag, CoreDNSImage)
+	return stock, b.importImage(ctx, tag, CoreDNSImage, key)
+}
+
+// fileKey hashes a name and the contents of files.
+func fileKey(name string, files ...string) (string, error) {
+	h := sha256.New()
+	fmt.Fprintln(h, name)
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return "", err
+		}
+		h.Write(b)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16], nil
 }

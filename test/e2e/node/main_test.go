@@ -88,10 +88,6 @@ func setUp(dir string) error {
 	if out, err := build.CombinedOutput(); err != nil {
 		return fmt.Errorf("go build ./cmd/nsguard: %v\n%s", err, out)
 	}
-	corednsBin, err := coredns.Build(ctx, root, dir)
-	if err != nil {
-		return err
-	}
 	// The host as it is without the node: a killed run's leftovers go first.
 	if err := RemoveLeftovers(binDir); err != nil {
 		return err
@@ -99,7 +95,7 @@ func setUp(dir string) error {
 	if env.before, err = snapshotHost(); err != nil {
 		return err
 	}
-	env.node, err = Start(ctx, Options{BinDir: binDir, Root: root, Dir: filepath.Join(dir, "node"), CoreDNS: corednsBin,
+	env.node, err = Start(ctx, Options{BinDir: binDir, Root: root, Dir: filepath.Join(dir, "node"),
 		Logf: func(f string, a ...any) { fmt.Fprintf(os.Stderr, "node: "+f+"\n", a...) }})
 	return err
 }

@@ -21,10 +21,9 @@ import (
 
 // Options say where the node's inputs are.
 type Options struct {
-	BinDir  string // hack/build-tools.sh's bin directory
-	Root    string // the repository
-	Dir     string // configuration and logs of this run; the caller removes it
-	CoreDNS string // a coredns binary, for the upstream stand-in on UpstreamIP
+	BinDir string // hack/build-tools.sh's bin directory
+	Root   string // the repository
+	Dir    string // configuration and logs of this run; the caller removes it
 	// Logf reports progress; nil: quiet.
 	Logf func(format string, args ...any)
 }
@@ -72,6 +71,11 @@ func Start(ctx context.Context, opts Options) (_ *Node, err error) {
 	if opts.Logf == nil {
 		opts.Logf = func(string, ...any) {}
 	}
+	began := time.Now()
+	logf := opts.Logf
+	opts.Logf = func(format string, args ...any) {
+		logf("%s (at %s)", fmt.Sprintf(format, args...), time.Since(began).Round(100*time.Millisecond))
+	}
 	if os.Geteuid() != 0 {
 		return nil, errors.New("the node needs root: it changes the host's network, cgroups and mounts")
 	}
@@ -110,29 +114,28 @@ func Start(ctx context.Context, opts Options) (_ *Node, err error) {
 		return nil, err
 	}
 
-	zones := filepath.Join(opts.Dir, "upstream")
-	if err := os.MkdirAll(zones, 0o755); err != nil {
+	opts.Logf("containerd 1.6 (Debian), images")
+	if n.containerd, err = startContainerd(ctx, opts.Dir); err != nil {
 		return nil, err
 	}
-	if err := coredns.WriteUpstreamZones(zones); err != nil {
-		return nil, err
-	}
+	// The images build while the control plane and kubelet start: no Pod runs before both.
+	images := make(chan error, 1)
+	var stock string
+	go func() {
+		var err error
+		stock, err = buildImages(ctx, opts.Root, filepath.Join(opts.Dir, "images"))
+		images <- err
+	}()
+	defer func() {
+		if images != nil {
+			<-images // never leave a build running behind Stop
+		}
+	}()
 	up53 := UpstreamIP.String()
-	if n.upstream, err = coredns.Start(ctx, opts.CoreDNS, zones, up53, coredns.UpstreamCorefile(up53, zones), "", "corp.example"); err != nil {
-		return nil, fmt.Errorf("the upstream stand-in: %w", err)
-	}
 	// The node's resolv.conf: what kubelet gives Pods of dnsPolicy Default (CoreDNS) and
 	// appends to every other Pod's search list.
 	resolvConf := filepath.Join(opts.Dir, "node-resolv.conf")
 	if err := os.WriteFile(resolvConf, []byte("search corp.example\nnameserver "+up53+"\n"), 0o644); err != nil {
-		return nil, err
-	}
-
-	opts.Logf("containerd %s, images", "1.6 (Debian)")
-	if n.containerd, err = startContainerd(ctx, opts.Dir); err != nil {
-		return nil, err
-	}
-	if err := buildImages(ctx, opts.Root, filepath.Join(opts.Dir, "images")); err != nil {
 		return nil, err
 	}
 
@@ -185,9 +188,27 @@ func Start(ctx context.Context, opts Options) (_ *Node, err error) {
 	if n.proxy, err = startKubeProxy(opts.BinDir, opts.Dir, proxyConf); err != nil {
 		return nil, err
 	}
+	err = <-images
+	images = nil
+	if err != nil {
+		return nil, err
+	}
+	opts.Logf("images built and imported")
+	// The company's DNS, the node's resolver: CoreDNS as released, serving the stand-in zones.
+	zones := filepath.Join(opts.Dir, "upstream")
+	if err := os.MkdirAll(zones, 0o755); err != nil {
+		return nil, err
+	}
+	if err := coredns.WriteUpstreamZones(zones); err != nil {
+		return nil, err
+	}
+	if n.upstream, err = coredns.Start(ctx, stock, zones, up53, coredns.UpstreamCorefile(up53, zones), "", "corp.example"); err != nil {
+		return nil, fmt.Errorf("the upstream stand-in: %w", err)
+	}
 	if err := n.waitReady(ctx, 2*time.Minute); err != nil {
 		return nil, err
 	}
+	opts.Logf("node %s Ready", NodeName)
 	return n, nil
 }
 

@@ -100,6 +100,39 @@ patches:
 
 	journey.nodeLoad = "load-nodelocal"
 	startLoad(t, journey.nodeLoad, NodeLocalIP.String())
+
+	// mode refuse in the node-local cache, as an operator edits its ConfigMap, and back.
+	setNodeLocalMode(t, "refuse")
+	for _, k := range resolvers.Kinds {
+		r := lookup(t, clientNS, nodeLocalPod(k), "my-app")
+		t.Logf("node-local cache in mode refuse: %s in %s/%s got %s %s", k, clientNS, nodeLocalPod(k), show(r), r.Err)
+		if show(r) != coredns.CorpIP {
+			t.Errorf("%s got %s, want %s (past the namespace)", nodeLocalPod(k), show(r), coredns.CorpIP)
+		}
+	}
+	line = waitNodeLocalLog(t, `client=[0-9.]+ pod=new-namespace-1/nodelocal-musl .*action=refused`, 30*time.Second)
+	t.Logf("the node-local cache's line:\n%s", line)
+	setNodeLocalMode(t, "log")
+}
+
+// setNodeLocalMode rewrites the node-local cache's nsguard block to mode and waits for it to run.
+func setNodeLocalMode(t *testing.T, mode string) {
+	t.Helper()
+	cm, err := env.node.CP.Clientset().CoreV1().ConfigMaps("kube-system").Get(t.Context(), "node-local-dns", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	block := regexp.MustCompile(`(?m)^(\s*)node \{\$NODE_NAME\}\n(\s*mode \w+\n)?`)
+	if !block.MatchString(cm.Data["Corefile"]) {
+		t.Fatalf("no 'node {$NODE_NAME}' in the node-local Corefile:\n%s", cm.Data["Corefile"])
+	}
+	cm.Data["Corefile"] = block.ReplaceAllString(cm.Data["Corefile"], "${1}node {$$NODE_NAME}\n${1}mode "+mode+"\n")
+	before := configCounts(t, "k8s-app=node-local-dns")
+	if _, err := env.node.CP.Clientset().CoreV1().ConfigMaps("kube-system").Update(t.Context(), cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	took := waitReloaded(t, "k8s-app=node-local-dns", before, 3*time.Minute)
+	t.Logf("the node-local cache runs mode %s, %s after the ConfigMap changed", mode, took.Round(time.Second))
 }
 
 func waitNodeLocalLog(t *testing.T, pattern string, timeout time.Duration) string {
