@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nsguard/nsguard/audit"
-	"github.com/nsguard/nsguard/audit/model"
 	"github.com/nsguard/nsguard/clusterdns"
 )
 
@@ -74,7 +73,7 @@ func runAudit(src *source, output, failOn, namespace string, pos []string, stdin
 	if err != nil {
 		return 2, err
 	}
-	findings := audit.Audit(c, src.zone)
+	findings := audit.Audit(c.Names(), src.zone)
 	if namespace != "" {
 		findings = slices.DeleteFunc(findings, func(f audit.Finding) bool { return !affects(f.Clients, namespace) })
 	}
@@ -152,9 +151,9 @@ func writeTable(w io.Writer, findings []audit.Finding, zone string) error {
 	return err
 }
 
-func describe(a model.Answer) string {
+func describe(a clusterdns.Answer) string {
 	s := a.String()
-	if a.Rcode == model.NoError && len(a.Records) > 0 {
+	if a.Rcode == clusterdns.NoError && len(a.Records) > 0 {
 		s = "NOERROR " + s
 	}
 	if a.Note != "" {

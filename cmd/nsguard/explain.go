@@ -4,14 +4,13 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
-	"github.com/nsguard/nsguard/audit/model"
 	"io"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
-	"github.com/nsguard/nsguard/audit"
+	"github.com/nsguard/nsguard/audit/model"
 	"github.com/nsguard/nsguard/clusterdns"
 )
 
@@ -21,7 +20,7 @@ const explainSynopsis = `nsguard explain NAME -n NAMESPACE [-f PATH]... [--kubec
 
 Prints each search candidate a pod in NAMESPACE sends for NAME and what CoreDNS and
 kube-dns answer to it (A question), marks the candidate that wins and says whether
-that is what NAME most likely meant, and what glibc, musl, Go and c-ares (` + audit.CAresVersion + `)
+that is what NAME most likely meant, and what glibc, musl, Go and c-ares (` + model.CAresVersion + `)
 each get. --mode refuse answers as nsguard in mode refuse does, with --rcode.
 Exit status 1 when the winner is not what NAME most likely meant.`
 
@@ -49,7 +48,7 @@ func explainCommand(code *int) *cobra.Command {
 	fs.IntVar(&ndots, "ndots", 5, "the resolver's ndots option")
 	fs.StringVar(&search, "search", "", `search domains, space separated (default "<namespace>.svc.<zone> svc.<zone> <zone>")`)
 	fs.StringVar(&mode, "mode", "log", "nsguard's mode in front of cluster DNS: log (answers unchanged) or refuse")
-	fs.StringVar(&rcode, "rcode", model.NXDomain, "what mode refuse answers: NXDOMAIN or REFUSED")
+	fs.StringVar(&rcode, "rcode", clusterdns.NXDomain, "what mode refuse answers: NXDOMAIN or REFUSED")
 	fs.StringVarP(&output, "output", "o", "table", "output format: table or json")
 	return c
 }
@@ -58,7 +57,7 @@ func explainCommand(code *int) *cobra.Command {
 // mode and rcode say; "" for mode log.
 func refuseRcode(mode, rcode string, rcodeSet bool) (string, error) {
 	switch rcode {
-	case model.NXDomain, audit.Refused:
+	case clusterdns.NXDomain, model.Refused:
 	default:
 		return "", usagef("--rcode %q: want NXDOMAIN or REFUSED", rcode)
 	}
@@ -94,7 +93,7 @@ func runExplain(src *source, from, output, search, refuse string, ndots int, pos
 	if err := src.check(); err != nil {
 		return 2, err
 	}
-	opts := audit.ExplainOptions{Zone: src.zone, Ndots: ndots, Refuse: refuse}
+	opts := model.ExplainOptions{Zone: src.zone, Ndots: ndots, Refuse: refuse}
 	if ndots == 0 {
 		opts.Ndots = -1 // the package reads 0 as "default"
 	}
@@ -105,7 +104,7 @@ func runExplain(src *source, from, output, search, refuse string, ndots int, pos
 	if err != nil {
 		return 2, err
 	}
-	e := audit.Explain(c, name, from, opts)
+	e := model.Explain(c, name, from, opts)
 	if output == "json" {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -129,7 +128,7 @@ func checkName(name string) error {
 	return nil
 }
 
-func writeExplanation(w io.Writer, e audit.Explanation) error {
+func writeExplanation(w io.Writer, e model.Explanation) error {
 	fmt.Fprintf(w, "%s from namespace %s (ndots %d, search %s)\n", e.Name, e.From, e.Ndots, strings.Join(e.Search, " "))
 	if e.Refuse != "" {
 		fmt.Fprintf(w, "nsguard in mode refuse answers %s for a namespace apex\n", e.Refuse)
@@ -150,8 +149,8 @@ func writeExplanation(w io.Writer, e audit.Explanation) error {
 	fmt.Fprintln(tw, "RESOLVER\tWITH COREDNS\tWITH KUBE-DNS")
 	for i, core := range e.CoreDNS.Resolvers {
 		name := core.Resolver
-		if name == audit.CAres {
-			name += " " + audit.CAresVersion
+		if name == model.CAres {
+			name += " " + model.CAresVersion
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", name, gets(core), gets(e.KubeDNS.Resolvers[i]))
 	}
@@ -159,7 +158,7 @@ func writeExplanation(w io.Writer, e audit.Explanation) error {
 }
 
 // gets says what a resolver's lookup gets, and where its search ends.
-func gets(r audit.ResolverOutcome) string {
+func gets(r model.ResolverOutcome) string {
 	var s string
 	switch {
 	case r.Candidate < 0:
@@ -186,7 +185,7 @@ func gets(r audit.ResolverOutcome) string {
 	return s
 }
 
-func mark(i int, o audit.Outcome) string {
+func mark(i int, o model.Outcome) string {
 	switch {
 	case i == o.Winner && o.Meant:
 		return "  <- wins"

@@ -12,7 +12,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/nsguard/nsguard/audit"
 	"github.com/nsguard/nsguard/audit/model"
 	"github.com/nsguard/nsguard/clusterdns"
 )
@@ -44,7 +43,7 @@ func (s *source) check() error {
 
 func (s *source) load(stdin io.Reader) (*model.Cluster, error) {
 	if len(s.files) > 0 {
-		return audit.LoadFiles(s.files, stdin)
+		return model.LoadFiles(s.files, stdin)
 	}
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = s.kubeconfig
@@ -60,7 +59,7 @@ func (s *source) load(stdin io.Reader) (*model.Cluster, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	return audit.LoadLive(ctx, cs)
+	return model.LoadLive(ctx, cs)
 }
 
 // newCommand is a subcommand whose RunE returns its exit status; help goes to stdout.

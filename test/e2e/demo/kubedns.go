@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/nsguard/nsguard/audit"
+	"github.com/nsguard/nsguard/audit/model"
 	"github.com/nsguard/nsguard/test/e2e/cluster"
 	"github.com/nsguard/nsguard/test/e2e/coredns"
 	"github.com/nsguard/nsguard/test/e2e/kubedns"
@@ -25,7 +25,7 @@ const (
 // ExternalName Services, differently from one lookup to the next.
 func (d *demo) kubeDNS() error {
 	d.header("The same cluster on kube-dns, as in the incident")
-	c, err := audit.LoadLive(d.ctx, d.cp.Clientset())
+	c, err := model.LoadLive(d.ctx, d.cp.Clientset())
 	if err != nil {
 		return err
 	}

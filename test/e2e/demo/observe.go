@@ -11,7 +11,7 @@ import (
 
 	"github.com/miekg/dns"
 
-	"github.com/nsguard/nsguard/audit"
+	"github.com/nsguard/nsguard/audit/model"
 	"github.com/nsguard/nsguard/logline"
 	"github.com/nsguard/nsguard/test/e2e/cluster"
 	"github.com/nsguard/nsguard/test/e2e/coredns"
@@ -51,7 +51,7 @@ var kindLabel = map[resolvers.Kind]string{
 	resolvers.Glibc: "glibc (Debian, Ubuntu, most images)",
 	resolvers.Musl:  "musl (Alpine)",
 	resolvers.Go:    "Go (its own resolver)",
-	resolvers.CAres: "c-ares " + audit.CAresVersion + " (Envoy, gRPC, curl)",
+	resolvers.CAres: "c-ares " + model.CAresVersion + " (Envoy, gRPC, curl)",
 }
 
 // lookupAll resolves name from the client pod's view with every resolver and prints the results.

@@ -12,7 +12,7 @@ import (
 	"github.com/miekg/dns"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/nsguard/nsguard/audit"
+	"github.com/nsguard/nsguard/audit/model"
 	"github.com/nsguard/nsguard/test/e2e/cluster"
 	"github.com/nsguard/nsguard/test/e2e/coredns"
 	"github.com/nsguard/nsguard/test/e2e/resolvers"
@@ -61,8 +61,8 @@ func (d *demo) build() error {
 	}); err != nil {
 		return err
 	}
-	if v, err := d.clients.CAresVersion(d.ctx); err != nil || v != audit.CAresVersion {
-		return fmt.Errorf("expected the c-ares client to run with c-ares %s, the one nsguard explain models; it runs with %q (%v)", audit.CAresVersion, v, err)
+	if v, err := d.clients.CAresVersion(d.ctx); err != nil || v != model.CAresVersion {
+		return fmt.Errorf("expected the c-ares client to run with c-ares %s, the one nsguard explain models; it runs with %q (%v)", model.CAresVersion, v, err)
 	}
 	return nil
 }
@@ -299,7 +299,7 @@ func (d *demo) refuseLoud() error {
 		table = table[i:]
 	}
 	for _, want := range []string{"glibc          candidate 2: fails", "musl           candidate 2: fails",
-		"go             candidate 4: the upstream's answer", "c-ares " + audit.CAresVersion + "  candidate 2: fails"} {
+		"go             candidate 4: the upstream's answer", "c-ares " + model.CAresVersion + "  candidate 2: fails"} {
 		if !strings.Contains(table, want) {
 			return fmt.Errorf("expected nsguard explain to predict %q:\n%s", want, out)
 		}

@@ -1,4 +1,4 @@
-package audit
+package model
 
 import (
 	"fmt"
@@ -7,14 +7,24 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nsguard/nsguard/audit"
 	"github.com/nsguard/nsguard/clusterdns"
 )
 
+func load(t testing.TB, paths ...string) *Cluster {
+	t.Helper()
+	c, err := LoadFiles(paths, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 func TestLoadErrorsNameFileAndDocument(t *testing.T) {
 	tests := []struct{ file, want string }{
-		{"testdata/bad/bad.yaml", "testdata/bad/bad.yaml: document 2: Service: "},
-		{"testdata/bad/nokind.yaml", "testdata/bad/nokind.yaml: document 1: no kind"},
-		{"testdata/bad/syntax.yaml", "testdata/bad/syntax.yaml: document 2: "},
+		{"../testdata/bad/bad.yaml", "../testdata/bad/bad.yaml: document 2: Service: "},
+		{"../testdata/bad/nokind.yaml", "../testdata/bad/nokind.yaml: document 1: no kind"},
+		{"../testdata/bad/syntax.yaml", "../testdata/bad/syntax.yaml: document 2: "},
 	}
 	for _, tt := range tests {
 		_, err := LoadFiles([]string{tt.file}, nil)
@@ -22,14 +32,14 @@ func TestLoadErrorsNameFileAndDocument(t *testing.T) {
 			t.Errorf("%s: error %v, want prefix %q", tt.file, err, tt.want)
 		}
 	}
-	if _, err := LoadFiles([]string{"testdata/missing.yaml"}, nil); err == nil {
+	if _, err := LoadFiles([]string{"../testdata/missing.yaml"}, nil); err == nil {
 		t.Error("a missing file loaded")
 	}
 }
 
 func TestLoadSources(t *testing.T) {
 	stdin := strings.NewReader(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"from-stdin"}}`)
-	c, err := LoadFiles([]string{"testdata/broad", "-"}, stdin)
+	c, err := LoadFiles([]string{"../testdata/broad", "-"}, stdin)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,10 +57,10 @@ func TestLoadSources(t *testing.T) {
 	if c.Namespace("tools").Source != "implied by Service tools/team-a" {
 		t.Errorf("tools: %+v", c.Namespace("tools"))
 	}
-	if got := c.Service("apps", "to-apex").Source; got != "testdata/broad/aliases.yaml: document 4" {
+	if got := c.Service("apps", "to-apex").Source; got != "../testdata/broad/aliases.yaml: document 4" {
 		t.Errorf("source %q", got)
 	}
-	c = load(t, "testdata/shadow-list.yaml")
+	c = load(t, "../testdata/shadow-list.yaml")
 	if e := c.Endpoint("new-namespace-1", "db", "primary"); e == nil || e.Addrs[0] != "10.244.1.20" {
 		t.Errorf("slice endpoint: %+v", e)
 	}
@@ -61,8 +71,8 @@ func TestLoadSources(t *testing.T) {
 func TestAuditOfflineScale(t *testing.T) {
 	c := load(t, writeScale(t))
 	captures := 0
-	for _, f := range Audit(c, "cluster.local") {
-		if f.Check == CheckNamespaceCapture {
+	for _, f := range audit.Audit(c.Names(), "cluster.local") {
+		if f.Check == audit.CheckNamespaceCapture {
 			captures++
 		}
 	}
@@ -76,7 +86,7 @@ func BenchmarkLoadAndAudit(b *testing.B) {
 	path := writeScale(b)
 	b.ReportAllocs()
 	for b.Loop() {
-		Audit(load(b, path), "cluster.local")
+		audit.Audit(load(b, path).Names(), "cluster.local")
 	}
 }
 

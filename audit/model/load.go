@@ -1,4 +1,4 @@
-package audit
+package model
 
 import (
 	"bufio"
@@ -23,7 +23,6 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/pager"
 
-	"github.com/nsguard/nsguard/audit/model"
 	"github.com/nsguard/nsguard/clusterdns"
 )
 
@@ -33,8 +32,8 @@ import (
 // skipped; a document that cannot be decoded fails the load, naming file and document.
 // JSON is streamed: only one object, or one item of a List, is held at a time. A YAML
 // document, JSON object or List item larger than 32 MiB fails the load.
-func LoadFiles(paths []string, stdin io.Reader) (*model.Cluster, error) {
-	c := loader{model.NewCluster()}
+func LoadFiles(paths []string, stdin io.Reader) (*Cluster, error) {
+	c := loader{NewCluster()}
 	for _, p := range paths {
 		if p == "-" {
 			if err := c.loadStream(stdin, "<stdin>"); err != nil {
@@ -72,7 +71,7 @@ func LoadFiles(paths []string, stdin io.Reader) (*model.Cluster, error) {
 }
 
 // loader adds what manifests and the API hold to a Cluster.
-type loader struct{ *model.Cluster }
+type loader struct{ *Cluster }
 
 func (c loader) loadFile(path string) error {
 	f, err := os.Open(path)
@@ -381,7 +380,7 @@ func (c loader) add(obj runtime.Object, src string) error {
 	case *corev1.Namespace:
 		c.AddNamespace(o.Name, src)
 	case *corev1.Service:
-		c.AddService(model.Service{
+		c.AddService(Service{
 			Namespace: ns, Name: o.Name, Type: string(o.Spec.Type), ExternalName: o.Spec.ExternalName,
 			Headless: o.Spec.ClusterIP == corev1.ClusterIPNone, ClusterIPs: clusterIPs(o), Source: src,
 		})
@@ -454,8 +453,8 @@ func ptrString(p *string) string {
 }
 
 // LoadLive reads namespaces, Services and EndpointSlices from the API. It only lists.
-func LoadLive(ctx context.Context, cs kubernetes.Interface) (*model.Cluster, error) {
-	c := loader{model.NewCluster()}
+func LoadLive(ctx context.Context, cs kubernetes.Interface) (*Cluster, error) {
+	c := loader{NewCluster()}
 	lists := []struct {
 		kind string
 		list func(metav1.ListOptions) (runtime.Object, error)
