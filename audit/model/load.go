@@ -2,7 +2,6 @@ package model
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -18,6 +17,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -30,10 +30,29 @@ import (
 // *.json) or "-" for stdin. Each file may hold several YAML documents or JSON objects,
 // List kinds and the output of kubectl get -o yaml|json. Kinds nsguard does not need are
 // skipped; a document that cannot be decoded fails the load, naming file and document.
-// JSON is streamed: only one object, or one item of a List, is held at a time. A YAML
-// document, JSON object or List item larger than 32 MiB fails the load.
+//
+// Memory is bounded by the input (see Limits): a JSON document is held once, as read, and
+// the items of a List once more; a YAML document is read whole by the YAML library, which
+// takes up to about 50 times its size, so one larger than Limits.YAMLDocument fails.
 func LoadFiles(paths []string, stdin io.Reader) (*Cluster, error) {
-	c := loader{NewCluster()}
+	return DefaultLimits.LoadFiles(paths, stdin)
+}
+
+// Limits bound what LoadFiles holds at once. Past one, the load fails with an error that
+// names it, the file and the document.
+type Limits struct {
+	YAMLDocument int64 // bytes of one YAML document
+	JSONDocument int64 // bytes of one JSON document, a List with its items
+	ListDepth    int   // Lists in Lists: each level's items are read again
+}
+
+// DefaultLimits are LoadFiles's: a YAML document takes up to about 200 MiB to read, a
+// JSON document about 3 times its size, and Lists nest 4 deep (kubectl writes one).
+var DefaultLimits = Limits{YAMLDocument: 4 << 20, JSONDocument: 512 << 20, ListDepth: 4}
+
+// LoadFiles is LoadFiles within l.
+func (l Limits) LoadFiles(paths []string, stdin io.Reader) (*Cluster, error) {
+	c := loader{Cluster: NewCluster(), limits: l}
 	for _, p := range paths {
 		if p == "-" {
 			if err := c.loadStream(stdin, "<stdin>"); err != nil {
@@ -71,7 +90,10 @@ func LoadFiles(paths []string, stdin io.Reader) (*Cluster, error) {
 }
 
 // loader adds what manifests and the API hold to a Cluster.
-type loader struct{ *Cluster }
+type loader struct {
+	*Cluster
+	limits Limits
+}
 
 func (c loader) loadFile(path string) error {
 	f, err := os.Open(path)
@@ -82,98 +104,77 @@ func (c loader) loadFile(path string) error {
 	return c.loadStream(f, path)
 }
 
-// maxDocument bounds what is held whole: one YAML document, or one JSON object or item of a
-// JSON List, which is read an item at a time. Decoding takes several times its size.
-const maxDocument = 32 << 20
+// decoder reads one document at a time; both kinds below do.
+type decoder interface{ Decode(any) error }
 
+// loadStream reads a stream of YAML documents or JSON objects with the two halves of
+// apimachinery's YAMLOrJSONDecoder, sniffed as it sniffs them. Not with the whole: for its
+// fallback from JSON to YAML it keeps a second copy of every JSON document, and that
+// fallback would read as YAML, at 50 times its size, a stream bounded as JSON.
 func (c loader) loadStream(r io.Reader, name string) error {
-	br := bufio.NewReaderSize(r, 64<<10)
-	if isJSON(br) {
-		return c.loadJSON(br, name)
+	in := &boundedReader{r: r, limit: max(c.limits.YAMLDocument, c.limits.JSONDocument)}
+	br := bufio.NewReaderSize(in, 4096)
+	head, _ := br.Peek(4096)
+	var d decoder
+	kind := "YAML"
+	if utilyaml.IsJSONBuffer(head) {
+		d, kind, in.limit = json.NewDecoder(br), "JSON", c.limits.JSONDocument
+	} else {
+		d, in.limit = utilyaml.NewYAMLToJSONDecoder(br), c.limits.YAMLDocument
 	}
-	return c.loadYAML(br, name)
-}
-
-// isJSON says whether the stream starts with a JSON object, as the API's decoders sniff it.
-func isJSON(br *bufio.Reader) bool {
 	for n := 1; ; n++ {
-		b, err := br.Peek(n)
-		if err != nil || n > br.Size() {
-			return false
-		}
-		switch b[n-1] {
-		case ' ', '\t', '\r', '\n':
-			continue
-		case '{':
-			return true
-		}
-		return false
-	}
-}
-
-// tooLarge is the error for a document past maxDocument.
-func tooLarge(where string) error {
-	return fmt.Errorf("%s: larger than %d MiB, which nsguard does not read whole; "+
-		"split the file, or for a List use kubectl get -o json, which nsguard reads an item at a time", where, maxDocument>>20)
-}
-
-// loadYAML reads YAML documents one at a time.
-func (c loader) loadYAML(br *bufio.Reader, name string) error {
-	var doc bytes.Buffer
-	n := 1
-	flush := func() error {
 		where := fmt.Sprintf("%s: document %d", name, n)
-		n++
-		raw, err := utilyaml.ToJSON(doc.Bytes())
-		doc.Reset()
-		if err != nil {
+		in.mark = in.read
+		doc := document{c: c, where: where}
+		err := d.Decode(&doc)
+		switch {
+		case errors.Is(err, io.EOF):
+			return nil
+		case errors.Is(err, errTooLarge) || errors.Is(doc.err, errTooLarge):
+			return fmt.Errorf("%s: a %s document over %s: %s", where, kind, size(in.limit), tooLargeHint[kind])
+		case doc.err != nil: // the document's own error, not as the decoder wraps it
+			return fmt.Errorf("%s: %w", where, doc.err)
+		case err != nil:
 			return fmt.Errorf("%s: %w", where, err)
-		}
-		if len(raw) == 0 || string(raw) == "null" {
-			return nil // an empty document, e.g. only comments
-		}
-		if err := c.addRaw(raw, where, "", ""); err != nil {
-			return fmt.Errorf("%s: %w", where, err)
-		}
-		return nil
-	}
-	for {
-		line, err := br.ReadSlice('\n')
-		if err != nil && !errors.Is(err, bufio.ErrBufferFull) && !errors.Is(err, io.EOF) {
-			return fmt.Errorf("%s: %w", name, err)
-		}
-		if isSeparator(line) && doc.Len() > 0 {
-			if err := flush(); err != nil {
-				return err
-			}
-		} else if !isSeparator(line) {
-			if doc.Len()+len(line) > maxDocument {
-				return tooLarge(fmt.Sprintf("%s: document %d", name, n))
-			}
-			doc.Write(line)
-		}
-		if errors.Is(err, io.EOF) {
-			if doc.Len() == 0 {
-				return nil
-			}
-			return flush()
 		}
 	}
 }
 
-// isSeparator is the YAML document separator as package yaml reads it: "---" and blanks.
-func isSeparator(line []byte) bool {
-	rest, ok := bytes.CutPrefix(line, []byte("---"))
-	return ok && len(bytes.TrimSpace(rest)) == 0
+// size says n bytes in MiB or KiB.
+func size(n int64) string {
+	if n%(1<<20) == 0 {
+		return fmt.Sprintf("%d MiB", n>>20)
+	}
+	return fmt.Sprintf("%d KiB", n>>10)
 }
 
-// boundedReader fails once more than limit bytes were read since mark: a JSON value held
-// whole is bounded without knowing its size first.
+var tooLargeHint = map[string]string{
+	"YAML": "nsguard does not read one whole, as reading YAML takes up to 50 times its size; " +
+		"use kubectl get -o json, which nsguard reads within about 3 times its size, or split the file",
+	"JSON": "split the file",
+}
+
+// document is one top-level document, added as the decoder hands it over: its bytes are
+// the decoder's own, not a copy.
+type document struct {
+	c     loader
+	where string
+	err   error
+}
+
+func (d *document) UnmarshalJSON(raw []byte) error {
+	if string(raw) == "null" {
+		return nil // an empty document, e.g. only comments
+	}
+	d.err = d.c.addRaw(raw, d.where, nil, 1)
+	return d.err
+}
+
+// boundedReader fails once more than limit bytes were read since mark: a document is
+// bounded without knowing its size first, to within what the decoders read ahead (64 KiB).
 type boundedReader struct {
-	r          io.Reader
-	read, mark int64
-	limit      int64
-	where      string
+	r                 io.Reader
+	read, mark, limit int64
 }
 
 var errTooLarge = errors.New("too large")
@@ -182,7 +183,7 @@ func (b *boundedReader) Read(p []byte) (int, error) {
 	if b.read-b.mark > b.limit {
 		return 0, errTooLarge
 	}
-	// Small reads keep what the decoder holds ahead of mark small.
+	// Small reads keep what the decoder reads ahead of a document small.
 	n, err := b.r.Read(p[:min(len(p), 64<<10)])
 	b.read += int64(n)
 	if b.read-b.mark > b.limit {
@@ -191,176 +192,75 @@ func (b *boundedReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// loadJSON reads JSON objects, the items of a List one at a time: of a kubectl get -o json
-// only one item is held at once.
-func (c loader) loadJSON(br *bufio.Reader, name string) error {
-	in := &boundedReader{r: br, limit: maxDocument}
-	d := json.NewDecoder(in)
-	for n := 1; ; n++ {
-		where := fmt.Sprintf("%s: document %d", name, n)
-		in.mark = d.InputOffset()
-		tok, err := d.Token()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err == nil && tok != json.Delim('{') {
-			err = errors.New("not a Kubernetes object: not a JSON object")
-		}
-		if err == nil {
-			err = c.streamObject(d, in, where)
-		}
-		switch {
-		case errors.Is(err, errTooLarge):
-			return tooLarge(where)
-		case err != nil:
-			return fmt.Errorf("%s: %w", where, err)
-		}
-	}
+// errTooDeep is a List past Limits.ListDepth; the Lists around it do not wrap it.
+type errTooDeep int
+
+func (e errTooDeep) Error() string {
+	return fmt.Sprintf("a List nested in Lists more than %d deep", int(e))
 }
 
-// streamObject reads the rest of an object whose '{' was read. Its fields are held, but for
-// items, which are added one by one as they come: a List's items may come before its kind
-// (kubectl writes apiVersion, items, kind).
-func (c loader) streamObject(d *json.Decoder, in *boundedReader, where string) error {
-	fields := map[string]json.RawMessage{}
-	var h header
-	items, held := 0, 0
-	for d.More() {
-		tok, err := d.Token()
-		if err != nil {
-			return err
-		}
-		key, _ := tok.(string)
-		if key != "items" {
-			in.mark = d.InputOffset()
-			var v json.RawMessage
-			if err := d.Decode(&v); err != nil {
-				return err
-			}
-			if held += len(v); held > maxDocument {
-				return errTooLarge
-			}
-			fields[key] = v
-			switch key {
-			case "kind":
-				json.Unmarshal(v, &h.Kind)
-			case "apiVersion":
-				json.Unmarshal(v, &h.APIVersion)
-			}
-			continue
-		}
-		if tok, err := d.Token(); err != nil {
-			return err
-		} else if tok != json.Delim('[') {
-			if tok == nil { // "items": null
-				continue
-			}
-			return errors.New("not a Kubernetes object: items is not a list")
-		}
-		for d.More() {
-			items++
-			in.mark = d.InputOffset()
-			var item json.RawMessage
-			if err := d.Decode(&item); err != nil {
-				return fmt.Errorf("item %d: %w", items, err)
-			}
-			if len(item) > maxDocument { // the reader stops what is past it, this what ends at it
-				return errTooLarge
-			}
-			if err := c.addItem(item, where, h); err != nil {
-				return fmt.Errorf("item %d: %w", items, err)
-			}
-		}
-		if _, err := d.Token(); err != nil { // ']'
-			return err
-		}
-	}
-	if _, err := d.Token(); err != nil { // '}'
-		return err
-	}
-	if items > 0 || fields["items"] == nil && strings.HasSuffix(h.Kind, "List") {
-		if !strings.HasSuffix(h.Kind, "List") {
-			return fmt.Errorf("items in a %q, which is not a List", h.Kind)
-		}
-		if h.APIVersion == "" {
-			return fmt.Errorf("%s without apiVersion", h.Kind)
-		}
-		return nil
-	}
-	raw, err := json.Marshal(fields)
-	if err != nil {
-		return err
-	}
-	return c.addRaw(raw, where, "", "")
-}
+var objectDecoder = scheme.Codecs.UniversalDeserializer()
 
-// addItem adds an item of a List streamed: with its own kind, or the kind of a typed list
-// read before its items.
-func (c loader) addItem(item json.RawMessage, where string, list header) error {
-	var h header
-	if err := json.Unmarshal(item, &h); err != nil {
-		return fmt.Errorf("not a Kubernetes object: %w", err)
-	}
-	if h.Kind != "" {
-		return c.addRaw(item, where, "", "")
-	}
-	if !strings.HasSuffix(list.Kind, "List") || list.Kind == "List" {
-		return errors.New("no kind, and no typed List kind before the items to take it from")
-	}
-	return c.addRaw(item, where, list.APIVersion, strings.TrimSuffix(list.Kind, "List"))
-}
-
-type header struct {
-	APIVersion string            `json:"apiVersion"`
-	Kind       string            `json:"kind"`
-	Items      []json.RawMessage `json:"items"`
-}
-
-var decoder = scheme.Codecs.UniversalDeserializer()
-
-// addRaw adds one JSON object. Items of a typed list (ServiceList) may lack apiVersion
-// and kind, as the API returns them; they inherit them from the list.
-func (c loader) addRaw(raw []byte, where, apiVersion, kind string) error {
-	var h header
+// addRaw adds one JSON object at depth (1 for a document). An item of a typed List
+// (ServiceList) may lack apiVersion and kind, as the API returns them: list names them.
+func (c loader) addRaw(raw []byte, where string, list *schema.GroupVersionKind, depth int) error {
+	var h metav1.TypeMeta
 	if err := json.Unmarshal(raw, &h); err != nil {
 		return fmt.Errorf("not a Kubernetes object: %w", err)
 	}
-	if h.Kind == "" && kind != "" {
-		h.Kind, h.APIVersion = kind, apiVersion
-		var m map[string]any
-		if err := json.Unmarshal(raw, &m); err != nil {
-			return err
-		}
-		m["kind"], m["apiVersion"] = kind, apiVersion
-		raw, _ = json.Marshal(m)
+	gvk := h.GroupVersionKind()
+	if list != nil && h.Kind == "" {
+		gvk.Kind = list.Kind
+	}
+	if list != nil && h.APIVersion == "" {
+		gvk.Group, gvk.Version = list.Group, list.Version
 	}
 	switch {
-	case h.Kind == "":
+	case gvk.Kind == "":
 		return errors.New("no kind")
-	case h.APIVersion == "":
-		return fmt.Errorf("%s without apiVersion", h.Kind)
-	case strings.HasSuffix(h.Kind, "List"):
-		itemKind := ""
-		if h.Kind != "List" {
-			itemKind = strings.TrimSuffix(h.Kind, "List")
-		}
-		for i, item := range h.Items {
-			if err := c.addRaw(item, where, h.APIVersion, itemKind); err != nil {
-				return fmt.Errorf("item %d: %w", i+1, err)
-			}
-		}
-		return nil
+	case h.APIVersion == "" && list == nil:
+		return fmt.Errorf("%s without apiVersion", gvk.Kind)
+	case strings.HasSuffix(gvk.Kind, "List"):
+		return c.addList(raw, where, gvk, depth)
 	}
-	switch h.Kind {
+	switch gvk.Kind {
 	case "Namespace", "Service", "EndpointSlice", "Endpoints", "StatefulSet", "Pod":
 	default:
 		return nil // not a kind cluster DNS answers from
 	}
-	obj, _, err := decoder.Decode(raw, nil, nil)
+	obj, _, err := objectDecoder.Decode(raw, &gvk, nil)
 	if err != nil {
-		return fmt.Errorf("%s: %w", h.Kind, err)
+		return fmt.Errorf("%s: %w", gvk.Kind, err)
 	}
 	return c.add(obj, where)
+}
+
+// addList adds the items of a List, each dropped once added: a List's items are held once.
+func (c loader) addList(raw []byte, where string, gvk schema.GroupVersionKind, depth int) error {
+	if depth > c.limits.ListDepth {
+		return errTooDeep(c.limits.ListDepth)
+	}
+	var list metav1.List
+	if err := json.Unmarshal(raw, &list); err != nil {
+		return fmt.Errorf("not a Kubernetes object: %w", err)
+	}
+	var items *schema.GroupVersionKind
+	if gvk.Kind != "List" {
+		items = &schema.GroupVersionKind{Group: gvk.Group, Version: gvk.Version, Kind: strings.TrimSuffix(gvk.Kind, "List")}
+	}
+	for i := range list.Items {
+		item := list.Items[i].Raw
+		list.Items[i].Raw = nil
+		err := c.addRaw(item, where, items, depth+1)
+		var deep errTooDeep
+		switch {
+		case errors.As(err, &deep):
+			return err
+		case err != nil:
+			return fmt.Errorf("item %d: %w", i+1, err)
+		}
+	}
+	return nil
 }
 
 // add records one typed object. Offline, a namespaced object without a namespace is in "default".
@@ -454,7 +354,7 @@ func ptrString(p *string) string {
 
 // LoadLive reads namespaces, Services and EndpointSlices from the API. It only lists.
 func LoadLive(ctx context.Context, cs kubernetes.Interface) (*Cluster, error) {
-	c := loader{NewCluster()}
+	c := loader{Cluster: NewCluster()}
 	lists := []struct {
 		kind string
 		list func(metav1.ListOptions) (runtime.Object, error)

@@ -21,10 +21,11 @@ alias-through-namespace, alias-dangling, alias-loop, reserved-namespace. With -n
 only the findings whose clients include pods in NAMESPACE. The JSON
 schema is documented in package github.com/nsguard/nsguard/audit (go doc ./audit).
 
-Memory: JSON is read an object at a time, and the items of a List (kubectl get -o
-json) one by one; a YAML document is read whole. One YAML document, JSON object or
-List item larger than 32 MiB fails the load (exit status 2, naming the file and the
-document): split the file, or use kubectl get -o json.`
+Memory: each document is read whole, one at a time. A JSON document takes up to
+about 5 times its size (a List's items are held once more); a YAML document up to
+about 50 times, so one over 4 MiB fails the load (exit status 2, naming the file and
+the document): use kubectl get -o json, or split the file. Lists in Lists nest at most
+4 deep.`
 
 func auditCommand(code *int) *cobra.Command {
 	var (
