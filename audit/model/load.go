@@ -2,6 +2,7 @@ package model
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -113,28 +114,39 @@ type decoder interface{ Decode(any) error }
 // fallback would read as YAML, at 50 times its size, a stream bounded as JSON.
 func (c loader) loadStream(r io.Reader, name string) error {
 	in := &boundedReader{r: r, limit: max(c.limits.YAMLDocument, c.limits.JSONDocument)}
-	br := bufio.NewReaderSize(in, 4096)
-	head, _ := br.Peek(4096)
+	var src io.Reader = bufio.NewReaderSize(in, 4096)
+	head, _ := src.(*bufio.Reader).Peek(4096)
 	var d decoder
 	kind := "YAML"
 	if utilyaml.IsJSONBuffer(head) {
-		d, kind, in.limit = json.NewDecoder(br), "JSON", c.limits.JSONDocument
+		d, kind, in.limit = json.NewDecoder(src), "JSON", c.limits.JSONDocument
 	} else {
-		d, in.limit = utilyaml.NewYAMLToJSONDecoder(br), c.limits.YAMLDocument
+		d, in.limit = utilyaml.NewYAMLToJSONDecoder(src), c.limits.YAMLDocument
 	}
 	for n := 1; ; n++ {
 		where := fmt.Sprintf("%s: document %d", name, n)
 		in.mark = in.read
-		doc := document{c: c, where: where}
-		err := d.Decode(&doc)
+		var raw json.RawMessage
+		err := d.Decode(&raw)
 		switch {
 		case errors.Is(err, io.EOF):
 			return nil
-		case errors.Is(err, errTooLarge) || errors.Is(doc.err, errTooLarge):
+		case errors.Is(err, errTooLarge):
 			return fmt.Errorf("%s: a %s document over %s: %s", where, kind, size(in.limit), tooLargeHint[kind])
-		case doc.err != nil: // the document's own error, not as the decoder wraps it
-			return fmt.Errorf("%s: %w", where, doc.err)
 		case err != nil:
+			return fmt.Errorf("%s: %w", where, err)
+		}
+		if jd, ok := d.(*json.Decoder); ok && len(raw) > 1<<20 {
+			// Its buffer grew to the document's size and would stay with it: a new
+			// decoder goes on from what this one read ahead.
+			ahead, _ := io.ReadAll(jd.Buffered())
+			src = io.MultiReader(bytes.NewReader(ahead), src)
+			d = json.NewDecoder(src)
+		}
+		if string(raw) == "null" || len(raw) == 0 {
+			continue // an empty document, e.g. only comments
+		}
+		if err := c.addRaw(raw, where, nil, 1); err != nil {
 			return fmt.Errorf("%s: %w", where, err)
 		}
 	}
@@ -152,22 +164,6 @@ var tooLargeHint = map[string]string{
 	"YAML": "nsguard does not read one whole, as reading YAML takes up to 50 times its size; " +
 		"use kubectl get -o json, which nsguard reads within about 3 times its size, or split the file",
 	"JSON": "split the file",
-}
-
-// document is one top-level document, added as the decoder hands it over: its bytes are
-// the decoder's own, not a copy.
-type document struct {
-	c     loader
-	where string
-	err   error
-}
-
-func (d *document) UnmarshalJSON(raw []byte) error {
-	if string(raw) == "null" {
-		return nil // an empty document, e.g. only comments
-	}
-	d.err = d.c.addRaw(raw, d.where, nil, 1)
-	return d.err
 }
 
 // boundedReader fails once more than limit bytes were read since mark: a document is
