@@ -52,8 +52,9 @@ func runAudit(src *source, output, failOn, namespace string, pos []string, stdin
 	if err := src.check(); err != nil {
 		return 2, err
 	}
-	if namespace != "" && !clusterdns.IsDNSLabel(namespace) {
-		return 2, usagef("--namespace %q: not a namespace name", namespace)
+	namespace, err := checkNamespace(namespace)
+	if err != nil {
+		return 2, err
 	}
 	threshold := 0
 	switch failOn {

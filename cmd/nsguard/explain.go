@@ -79,12 +79,14 @@ func runExplain(src *source, from, output, search, refuse string, ndots int, pos
 		return 2, usagef("explain takes one NAME, got %d arguments", len(pos))
 	case from == "":
 		return 2, usagef("-n NAMESPACE (or --from) is required")
-	case !clusterdns.IsDNSLabel(from):
-		return 2, usagef("--namespace %q: not a namespace name", from)
 	case ndots < 0 || ndots > 15:
 		return 2, usagef("--ndots %d: want 0 to 15", ndots)
 	case output != "table" && output != "json":
 		return 2, usagef("--output %q: want table or json", output)
+	}
+	from, err := checkNamespace(from)
+	if err != nil {
+		return 2, err
 	}
 	name := pos[0]
 	if err := checkName(name); err != nil {
@@ -99,6 +101,11 @@ func runExplain(src *source, from, output, search, refuse string, ndots int, pos
 	}
 	if search != "" {
 		opts.Search = strings.Fields(search)
+		for _, d := range opts.Search {
+			if err := clusterdns.CheckName(d); err != nil {
+				return 2, usagef("--search domain %q: %v", d, err)
+			}
+		}
 	}
 	c, err := src.load(stdin)
 	if err != nil {

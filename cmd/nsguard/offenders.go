@@ -44,6 +44,10 @@ func runOffenders(logs []string, output, namespace string, pos []string, stdin i
 	if !ok {
 		return 2, usagef("--output %q: want table, json or github", output)
 	}
+	namespace, err := checkNamespace(namespace)
+	if err != nil {
+		return 2, err
+	}
 	names := append(logs, pos...)
 	if len(names) == 0 {
 		names = []string{"-"}

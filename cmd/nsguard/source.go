@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -60,6 +61,15 @@ func (s *source) load(stdin io.Reader) (*model.Cluster, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	return model.LoadLive(ctx, cs)
+}
+
+// checkNamespace is -n as the commands take it: a namespace name, in lower case as
+// Kubernetes writes them; "" stays "" (no namespace given).
+func checkNamespace(ns string) (string, error) {
+	if ns != "" && !clusterdns.IsDNSLabel(ns) {
+		return "", usagef("--namespace %q: not a namespace name (letters, digits and '-', at most 63)", ns)
+	}
+	return strings.ToLower(ns), nil
 }
 
 // newCommand is a subcommand whose RunE returns its exit status; help goes to stdout.
