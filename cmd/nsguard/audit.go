@@ -29,19 +29,17 @@ the document): use kubectl get -o json, or split the file. Lists in Lists nest a
 
 func auditCommand(code *int) *cobra.Command {
 	var (
-		src       source
-		output    string
-		failOn    string
-		namespace string
+		src    source
+		output string
+		failOn string
 	)
 	c := newCommand("audit", auditSynopsis, code, func(c *cobra.Command, pos []string) (int, error) {
-		return runAudit(&src, output, failOn, namespace, pos, c.InOrStdin(), c.OutOrStdout())
+		return runAudit(&src, output, failOn, src.namespace(), pos, c.InOrStdin(), c.OutOrStdout())
 	})
 	fs := c.Flags()
-	src.register(fs)
+	src.register(fs, "only findings whose clients include pods in this namespace")
 	fs.StringVarP(&output, "output", "o", "table", "output format: table, json or github (workflow annotations)")
 	fs.StringVar(&failOn, "fail-on", "warning", "exit 1 on a finding of this severity or above: error, warning, info or none")
-	fs.StringVarP(&namespace, "namespace", "n", "", "only findings whose clients include pods in this namespace")
 	return c
 }
 

@@ -26,14 +26,23 @@ Exit status 1 when the winner is not what NAME most likely meant.`
 
 func explainCommand(code *int) *cobra.Command {
 	var (
-		src                     source
-		from, namespace, output string
-		search, mode, rcode     string
-		ndots                   int
+		src                 source
+		from, output        string
+		search, mode, rcode string
+		ndots               int
 	)
 	c := newCommand("explain NAME", explainSynopsis, code, func(c *cobra.Command, pos []string) (int, error) {
+		namespace := src.namespace()
 		if from != "" && namespace != "" && from != namespace {
 			return 2, usagef("-n %q and --from %q: give one", namespace, from)
+		}
+		if namespace == "" && from == "" && len(src.files) == 0 {
+			// Reading the live cluster, as kubectl does: the context's namespace.
+			ns, err := src.contextNamespace()
+			if err != nil {
+				return 2, err
+			}
+			namespace = ns
 		}
 		refuse, err := refuseRcode(mode, rcode, c.Flags().Changed("rcode"))
 		if err != nil {
@@ -42,8 +51,7 @@ func explainCommand(code *int) *cobra.Command {
 		return runExplain(&src, cmp.Or(namespace, from), output, search, refuse, ndots, pos, c.InOrStdin(), c.OutOrStdout())
 	})
 	fs := c.Flags()
-	src.register(fs)
-	fs.StringVarP(&namespace, "namespace", "n", "", "namespace of the pod that looks the name up (required)")
+	src.register(fs, "namespace of the pod that looks the name up (required with -f; else the context's, as kubectl takes it)")
 	fs.StringVar(&from, "from", "", "the same as --namespace")
 	fs.IntVar(&ndots, "ndots", 5, "the resolver's ndots option")
 	fs.StringVar(&search, "search", "", `search domains, space separated (default "<namespace>.svc.<zone> svc.<zone> <zone>")`)

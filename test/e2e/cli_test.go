@@ -143,6 +143,10 @@ func TestCLIKubectlPlugin(t *testing.T) {
 		{"explain", []string{"nsguard", "explain", cluster.AppService, "-n", cluster.ClientNamespace},
 			1, []string{"most likely meant: Service my-app in " + cluster.AppNamespace}, ""},
 		{"no such context", []string{"nsguard", "audit", "--context", "nope"}, 2, []string{"kubectl nsguard: kubeconfig: ", `"nope"`}, ""},
+		// kubectl's own flags, as kubectl takes them: the context's namespace without -n.
+		{"explain in the context's namespace", []string{"nsguard", "explain", cluster.AppService, "--request-timeout", "20s"},
+			-1, []string{cluster.AppService + " from namespace default "}, ""},
+		{"kubectl's --server", []string{"nsguard", "audit", "--server", "https://127.0.0.1:1"}, 2, []string{"127.0.0.1:1"}, ""},
 		{"old spelling", []string{"nsguard", "audit", "-output", "json"}, 2, []string{"use --output"}, ""},
 		{"help names the plugin", []string{"nsguard", "--help"}, 0, []string{"kubectl nsguard audit"}, ""},
 	}
