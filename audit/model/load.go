@@ -32,9 +32,10 @@ import (
 // List kinds and the output of kubectl get -o yaml|json. Kinds nsguard does not need are
 // skipped; a document that cannot be decoded fails the load, naming file and document.
 //
-// Memory is bounded by the input (see Limits): a JSON document is held once, as read, and
-// the items of a List once more; a YAML document is read whole by the YAML library, which
-// takes up to about 50 times its size, so one larger than Limits.YAMLDocument fails.
+// Memory is bounded by the input (see Limits). Documents are read whole, one at a time: a
+// JSON one takes 3 to 5 times its size (as read, and a List's items once more, and again at
+// each step into a List in a List); a YAML one up to about 50 times, in the YAML library,
+// so one larger than Limits.YAMLDocument fails.
 func LoadFiles(paths []string, stdin io.Reader) (*Cluster, error) {
 	return DefaultLimits.LoadFiles(paths, stdin)
 }
@@ -47,8 +48,8 @@ type Limits struct {
 	ListDepth    int   // Lists in Lists: each level's items are read again
 }
 
-// DefaultLimits are LoadFiles's: a YAML document takes up to about 200 MiB to read, a
-// JSON document about 3 times its size, and Lists nest 4 deep (kubectl writes one).
+// DefaultLimits are LoadFiles's: a YAML document then takes up to about 200 MiB to read,
+// and Lists nest 4 deep (kubectl writes them one deep).
 var DefaultLimits = Limits{YAMLDocument: 4 << 20, JSONDocument: 512 << 20, ListDepth: 4}
 
 // LoadFiles is LoadFiles within l.

@@ -170,3 +170,20 @@ func TestLoadStreams(t *testing.T) {
 		})
 	}
 }
+
+// After a JSON document over 1 MiB a new decoder goes on from what the old one read ahead:
+// nothing after it may be lost.
+func TestLoadAfterLargeJSONDocuments(t *testing.T) {
+	big := `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"big"},"data":{"x":"` + strings.Repeat("x", 2<<20) + `"}}`
+	svc := func(name string) string {
+		return `{"apiVersion":"v1","kind":"Service","metadata":{"name":"` + name + `","namespace":"a"}}`
+	}
+	in := big + svc("s1") + "\n" + big + "\n" + svc("s2") + big
+	c, err := LoadFiles([]string{"-"}, strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Service("a", "s1") == nil || c.Service("a", "s2") == nil {
+		t.Errorf("Services after the large documents lost: %v %v", c.Service("a", "s1"), c.Service("a", "s2"))
+	}
+}
