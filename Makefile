@@ -4,13 +4,13 @@ BIN       ?= bin
 FUZZTIME  ?= 10m
 BENCHSTAT ?= $(GO) run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
 
-.PHONY: all test test-node deps fmt-check vet cli-deps deploy-check coredns cli fuzz bench-go demo bench bench-scale clean
+.PHONY: all test test-node deps fmt-check vet cli-deps plugin-deps deploy-check coredns cli fuzz bench-go demo bench bench-scale clean
 
 all: coredns
 
 # The demo runs first: it is the README's quick start, so CI proves it too. The e2e tag
 # adds the suites that need root and the real stack; plain go test ./... runs the rest.
-test: deps fmt-check vet deploy-check cli-deps
+test: deps fmt-check vet deploy-check cli-deps plugin-deps
 	@mkdir -p $(BIN)
 	@echo "make demo (output in $(BIN)/demo.log)"
 	@$(GO) run ./test/e2e/demo >$(BIN)/demo.log 2>&1 || { cat $(BIN)/demo.log; exit 1; }
@@ -37,6 +37,14 @@ cli-deps:
 	@if $(GO) list -deps ./cmd/nsguard | grep -q '^github.com/coredns/'; then \
 		echo "cmd/nsguard depends on CoreDNS:"; $(GO) list -deps ./cmd/nsguard | grep '^github.com/coredns/'; exit 1; fi
 
+# CoreDNS with nsguard must not link the CLI: its manifest loading, explain and offline model
+# (audit/model), its kubectl flags (cli-runtime) or its commands. The plugin runs the checks
+# of package audit, which need none of them.
+PLUGIN_MUST_NOT_LINK = ^github.com/nsguard/nsguard/(audit/model|cmd/nsguard)$$|^k8s.io/cli-runtime/|^github.com/spf13/cobra$$
+plugin-deps:
+	@if $(GO) list -deps ./cmd/coredns | grep -Eq '$(PLUGIN_MUST_NOT_LINK)'; then \
+		echo "cmd/coredns links the CLI's packages:"; $(GO) list -deps ./cmd/coredns | grep -E '$(PLUGIN_MUST_NOT_LINK)'; exit 1; fi
+
 # The alerting rules with promtool (its own module under tools/), and the image with buildah.
 deploy-check:
 	@mkdir -p $(BIN)
@@ -61,7 +69,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzServeDNSWithView$$' -fuzztime $(FUZZTIME) .
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./logline
 	$(GO) test -run '^$$' -fuzz '^FuzzOffenders$$' -fuzztime $(FUZZTIME) ./cmd/nsguard
-	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) ./audit
+	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) ./audit/model
 	$(GO) test -run '^$$' -fuzz '^FuzzPodDecoder$$' -fuzztime $(FUZZTIME) ./clusterview
 	$(GO) test -run '^$$' -fuzz '^FuzzAgrees$$' -fuzztime $(FUZZTIME) ./clusterview/leanpod
 

@@ -6,7 +6,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/nsguard/nsguard/audit/model"
 	"github.com/nsguard/nsguard/clusterdns"
 )
 
@@ -77,30 +76,29 @@ func (c Clients) String() string {
 
 // Finding is one problem Audit found.
 type Finding struct {
-	Check    string        `json:"check"`
-	Severity Severity      `json:"severity"`
-	Message  string        `json:"message"`
-	Objects  []Object      `json:"objects"`
-	Clients  Clients       `json:"clients"`
-	Name     string        `json:"name,omitempty"` // the DNS name that answers wrongly
-	CoreDNS  *model.Answer `json:"coredns,omitempty"`
-	KubeDNS  *model.Answer `json:"kubeDNS,omitempty"`
-	Fix      string        `json:"fix"`
+	Check    string             `json:"check"`
+	Severity Severity           `json:"severity"`
+	Message  string             `json:"message"`
+	Objects  []Object           `json:"objects"`
+	Clients  Clients            `json:"clients"`
+	Name     string             `json:"name,omitempty"` // the DNS name that answers wrongly
+	CoreDNS  *clusterdns.Answer `json:"coredns,omitempty"`
+	KubeDNS  *clusterdns.Answer `json:"kubeDNS,omitempty"`
+	Fix      string             `json:"fix"`
 }
 
 // Audit runs every check on c for the cluster zone (e.g. "cluster.local") and returns
 // the findings, most severe first, in a stable order. It is a loop over the names of c:
 // the plugin's live findings call the same checks for the names a change touches.
-func Audit(c *model.Cluster, zone string) []Finding {
+func Audit(c Cluster, zone string) []Finding {
 	zone = normalZone(zone)
-	r := offline{c}
 	var out []Finding
-	for _, ns := range c.Namespaces() {
-		out = append(out, NamespaceFindings(r, ns.Name, zone)...)
+	for _, ns := range c.AllNamespaces() {
+		out = append(out, NamespaceFindings(c, ns, zone)...)
 	}
-	for _, s := range c.Services() {
+	for _, s := range c.AllServices() {
 		out = append(out, endpointShadows(c, s, zone)...)
-		if f, ok := AliasFinding(r, s.Namespace, s.Name, zone); ok {
+		if f, ok := AliasFinding(c, s.Namespace, s.Name, zone); ok {
 			out = append(out, f)
 		}
 	}
@@ -164,7 +162,7 @@ func aliasesIn(in []Ref) (objs []Object, names []string) {
 // kubeDNSRecords reports whether kube-dns answers a namespace's apex with records: its
 // answer where it is known, else whether the namespace holds ExternalName Services, the
 // entries kube-dns answers it with.
-func kubeDNSRecords(kube *model.Answer, aliases []string) bool {
+func kubeDNSRecords(kube *clusterdns.Answer, aliases []string) bool {
 	if kube != nil {
 		return kube.HasRecords()
 	}
@@ -213,7 +211,7 @@ func namespaceCapture(r Names, ns Object, in []Ref, zone string) (Finding, bool)
 // apexFix is the fix for clients that type name and get namespace name: use a Service of
 // that name elsewhere, the Services that are not aliases first.
 func apexFix(r Names, name, zone string) clusterdns.ApexFix {
-	services, aliases := homes(r, name, zone)
+	services, aliases := Homes(r, name, zone)
 	homes := slices.DeleteFunc(append(services, aliases...), func(ns string) bool { return ns == name })
 	f := clusterdns.ApexFix{Name: name, Known: true, Zone: zone + ".", Homes: homes[:min(len(homes), 3)]}
 	f.More = len(homes) - len(f.Homes)
@@ -250,8 +248,8 @@ func apexAnswers(r Names, ns Object, in []Ref, zone string) (Finding, bool) {
 // endpointShadows: Service b in C with an endpoint named a, and Service a in namespace b.
 // A client in C typing a.b meant Service a in b; its first candidate a.b.C.svc is the endpoint.
 // It reads endpoints, which only the offline model keeps.
-func endpointShadows(c *model.Cluster, b *model.Service, zone string) []Finding {
-	if b.IsExternalName() {
+func endpointShadows(c Cluster, b Ref, zone string) []Finding {
+	if b.Alias {
 		return nil
 	}
 	var out []Finding
@@ -260,12 +258,12 @@ func endpointShadows(c *model.Cluster, b *model.Service, zone string) []Finding 
 		if !clusterdns.IsServiceName(a) {
 			continue // only a name a Service can have shadows one
 		}
-		meant := c.Service(b.Name, a)
-		if meant == nil {
+		meant, ok := c.Service(b.Name, a)
+		if !ok {
 			continue
 		}
 		qname := a + "." + b.Name + "." + b.Namespace + ".svc." + zone + "."
-		core, kube := answers(offline{c}, qname, zone)
+		core, kube := answers(c, qname, zone)
 		sev := Error
 		if !core.HasRecords() && !kube.HasRecords() {
 			sev = Warning // a pod name: answers only with endpoint_pod_names
@@ -274,7 +272,7 @@ func endpointShadows(c *model.Cluster, b *model.Service, zone string) []Finding 
 			Check: CheckEndpointShadow, Severity: sev,
 			Message: fmt.Sprintf("endpoint %s of Service %s/%s shadows Service %s in namespace %s: clients in %s that type %q get the endpoint",
 				a, b.Namespace, b.Name, a, b.Name, b.Namespace, a+"."+b.Name),
-			Objects: []Object{svcObject(ref(b)), {Kind: "Endpoint", Namespace: b.Namespace, Name: b.Name + "/" + a, Source: e.Source}, svcObject(ref(meant))},
+			Objects: []Object{svcObject(b), {Kind: "Endpoint", Namespace: b.Namespace, Name: b.Name + "/" + a, Source: e.Source}, svcObject(meant)},
 			Clients: Clients{Scope: "only", Namespaces: []string{b.Namespace}},
 			Name:    qname, CoreDNS: core, KubeDNS: kube,
 			Fix: clusterdns.ShadowFix{Endpoint: a, Service: b.Name, Namespace: b.Namespace, Zone: zone + "."}.String(),

@@ -1,4 +1,4 @@
-package audit
+package audit_test
 
 import (
 	"fmt"
@@ -7,18 +7,22 @@ import (
 	"strings"
 	"testing"
 
+	. "github.com/nsguard/nsguard/audit"
 	"github.com/nsguard/nsguard/audit/model"
 	"github.com/nsguard/nsguard/clusterdns"
 )
 
 func load(t testing.TB, paths ...string) *model.Cluster {
 	t.Helper()
-	c, err := LoadFiles(paths, nil)
+	c, err := model.LoadFiles(paths, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return c
 }
+
+// auditOf runs every check on the offline model.
+func auditOf(c *model.Cluster, zone string) []Finding { return Audit(c.Names(), zone) }
 
 // key names a finding by check and its objects, for comparing sets.
 func key(f Finding) string {
@@ -68,7 +72,7 @@ func TestAuditFixtures(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var got []string
-			for _, f := range Audit(load(t, tt.paths...), "cluster.local") {
+			for _, f := range auditOf(load(t, tt.paths...), "cluster.local") {
 				got = append(got, key(f))
 				if f.Fix == "" || f.Message == "" || f.Clients.Scope == "" {
 					t.Errorf("%s: incomplete finding %+v", key(f), f)
@@ -84,7 +88,7 @@ func TestAuditFixtures(t *testing.T) {
 // TestIncidentAnswers: the finding predicts, record by record, what CoreDNS and the real
 // kube-dns answered for the incident.
 func TestIncidentAnswers(t *testing.T) {
-	f := Audit(load(t, "testdata/incident.yaml"), "cluster.local.")[0]
+	f := auditOf(load(t, "testdata/incident.yaml"), "cluster.local.")[0]
 	if f.Severity != Error || f.Name != "my-app.svc.cluster.local." {
 		t.Errorf("severity %s name %s", f.Severity, f.Name)
 	}
@@ -92,8 +96,8 @@ func TestIncidentAnswers(t *testing.T) {
 		t.Errorf("CoreDNS answer %v, want NODATA", f.CoreDNS)
 	}
 	t1, t2 := "other-app-1.legacy-a.svc.cluster.local.", "other-app-2.legacy-a.svc.cluster.local."
-	want := model.Answer{Rcode: model.NoError, CNAMEOneOf: []string{t1, t2}, Shuffled: true,
-		Records: []model.Record{{Owner: t1, Type: "A", Data: "10.96.0.31"}, {Owner: t2, Type: "A", Data: "10.96.0.32"}}}
+	want := clusterdns.Answer{Rcode: clusterdns.NoError, CNAMEOneOf: []string{t1, t2}, Shuffled: true,
+		Records: []clusterdns.Record{{Owner: t1, Type: "A", Data: "10.96.0.31"}, {Owner: t2, Type: "A", Data: "10.96.0.32"}}}
 	if !reflect.DeepEqual(*f.KubeDNS, want) {
 		t.Errorf("kube-dns answer %+v, want %+v", *f.KubeDNS, want)
 	}
@@ -107,7 +111,7 @@ func TestIncidentAnswers(t *testing.T) {
 
 // After the blog's fix the advice names the real Service, not the alias the fix made.
 func TestAdviceAfterBlogFix(t *testing.T) {
-	for _, f := range Audit(load(t, "testdata/incident.yaml", "testdata/blog-fix.yaml"), "cluster.local") {
+	for _, f := range auditOf(load(t, "testdata/incident.yaml", "testdata/blog-fix.yaml"), "cluster.local") {
 		if f.Check == CheckNamespaceCapture && !strings.Contains(f.Fix, "Service my-app exists in new-namespace-2, new-namespace-1; use my-app.new-namespace-2,") {
 			t.Errorf("fix %q, want my-app.new-namespace-2 first", f.Fix)
 		}
@@ -124,8 +128,8 @@ func TestCaptureWithoutAliasesIsWarning(t *testing.T) {
 	c.AddNamespace("shop", "test")
 	c.AddService(model.Service{Namespace: "shop", Name: "payments", ClusterIPs: []string{"10.0.0.1"}})
 	c.AddService(model.Service{Namespace: "payments", Name: "api", ClusterIPs: []string{"10.0.0.2"}})
-	fs := Audit(c, "cluster.local")
-	if len(fs) != 1 || fs[0].Severity != Warning || fs[0].KubeDNS.Rcode != model.NXDomain || !fs[0].CoreDNS.NoData() {
+	fs := auditOf(c, "cluster.local")
+	if len(fs) != 1 || fs[0].Severity != Warning || fs[0].KubeDNS.Rcode != clusterdns.NXDomain || !fs[0].CoreDNS.NoData() {
 		t.Fatalf("got %+v", fs)
 	}
 }
@@ -151,7 +155,7 @@ func TestEndpointShadowNearMisses(t *testing.T) {
 			c := load(t, "testdata/broad/near-misses.yaml")
 			tt.add(c)
 			n := 0
-			for _, f := range Audit(c, "cluster.local") {
+			for _, f := range auditOf(c, "cluster.local") {
 				if f.Check == CheckEndpointShadow {
 					n++
 				}
@@ -186,7 +190,7 @@ func BenchmarkAudit(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if len(Audit(c, "cluster.local")) == 0 {
+		if len(auditOf(c, "cluster.local")) == 0 {
 			b.Fatal("no findings")
 		}
 	}

@@ -1,6 +1,8 @@
-// Package audit finds the names that Kubernetes cluster DNS answers through something
-// other than what a client meant, from manifests or a live cluster. It reads names, and
-// what CoreDNS and kube-dns answer, with package model.
+// Package audit holds the checks that find the names Kubernetes cluster DNS answers
+// through something other than what a client meant. They read a cluster through Names;
+// nsguard audit runs them on the offline model (package model, from manifests or a one-off
+// read of a cluster, which also says what CoreDNS and kube-dns answer), and the plugin on
+// its live view, from names alone. The package links no model, loader or CLI code.
 //
 // Checks (Finding.Check) and their severities:
 //
@@ -50,9 +52,4 @@
 //
 // NOERROR without records is NODATA. UPSTREAM is a name outside the cluster zone. A datum
 // in angle brackets, such as <cluster IP>, is not known from the objects read.
-// nsguard explain --output json prints an Explanation as JSON, with what each of glibc,
-// musl, Go and c-ares (as of CAresVersion) gets in corednsOutcome.resolvers and
-// kubeDNSOutcome.resolvers; orNext is where c-ares's search ends when it goes on past an
-// answer whose address came before its CNAME. With --mode refuse, refuse is nsguard's rcode
-// and the candidates' answers are those it gives.
 package audit

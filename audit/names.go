@@ -3,14 +3,13 @@ package audit
 import (
 	"strings"
 
-	"github.com/nsguard/nsguard/audit/model"
 	"github.com/nsguard/nsguard/clusterdns"
 )
 
 // Names is what the checks read of a cluster: which namespaces exist and which Services,
-// by name and by namespace. The offline model (from manifests or a one-off read of a
-// cluster) and nsguard's live view both implement it, so that nsguard audit and the
-// plugin's live findings run the same checks. Names are lower case.
+// by name and by namespace. The offline model (package model: from manifests or a one-off
+// read of a cluster) and nsguard's live view both implement it, so that nsguard audit and
+// the plugin's live findings run the same checks. Names are lower case.
 type Names interface {
 	// Namespace reports whether namespace name exists, and where it was read.
 	Namespace(name string) (source string, ok bool)
@@ -24,9 +23,23 @@ type Names interface {
 
 // Answerer is a Names that also knows what CoreDNS and kube-dns answer to an A question:
 // the offline model does. The checks use the answers where they have them, and decide from
-// the names alone where they do not, as on the live view.
+// the names alone where they do not, as on the live view: so the checks, and the plugin
+// that runs them, need only the answers' type, not a model of cluster DNS.
 type Answerer interface {
-	Answers(qname, zone string) (coredns, kubeDNS model.Answer)
+	Answers(qname, zone string) (coredns, kubeDNS clusterdns.Answer)
+}
+
+// Cluster is a whole cluster as Audit reads it: its names and answers, every namespace and
+// Service, and the named endpoints of each Service. The offline model is one.
+type Cluster interface {
+	Names
+	Answerer
+	// AllNamespaces returns every namespace, sorted.
+	AllNamespaces() []string
+	// AllServices returns every Service, sorted by namespace and name.
+	AllServices() []Ref
+	// Endpoints returns the named endpoints of Service ns/service, sorted by name.
+	Endpoints(ns, service string) []*clusterdns.Endpoint
 }
 
 // Ref is what the checks read of a Service.
@@ -37,44 +50,8 @@ type Ref struct {
 	Source          string // where it was read
 }
 
-// offline is the model as the checks read it.
-type offline struct{ c *model.Cluster }
-
-func (o offline) Namespace(name string) (string, bool) {
-	if ns := o.c.Namespace(name); ns != nil {
-		return ns.Source, true
-	}
-	return "", false
-}
-
-func (o offline) Service(ns, name string) (Ref, bool) {
-	if s := o.c.Service(ns, name); s != nil {
-		return ref(s), true
-	}
-	return Ref{}, false
-}
-
-func (o offline) ServicesNamed(name string) []Ref { return refs(o.c.ServicesNamed(name)) }
-func (o offline) ServicesIn(ns string) []Ref      { return refs(o.c.ServicesIn(ns)) }
-
-func (o offline) Answers(qname, zone string) (model.Answer, model.Answer) {
-	return o.c.CoreDNS(qname, model.TypeA, zone, nil), o.c.KubeDNS(qname, model.TypeA, zone, nil)
-}
-
-func ref(s *model.Service) Ref {
-	return Ref{Namespace: s.Namespace, Name: s.Name, Alias: s.IsExternalName(), ExternalName: s.ExternalName, Source: s.Source}
-}
-
-func refs(list []*model.Service) []Ref {
-	out := make([]Ref, len(list))
-	for i, s := range list {
-		out[i] = ref(s)
-	}
-	return out
-}
-
 // answers are what CoreDNS and kube-dns answer to an A question for name, when r knows.
-func answers(r Names, name, zone string) (*model.Answer, *model.Answer) {
+func answers(r Names, name, zone string) (*clusterdns.Answer, *clusterdns.Answer) {
 	a, ok := r.(Answerer)
 	if !ok {
 		return nil, nil
@@ -83,9 +60,9 @@ func answers(r Names, name, zone string) (*model.Answer, *model.Answer) {
 	return &core, &kube
 }
 
-// homes returns the namespaces that hold a Service called name: first those whose Service
+// Homes returns the namespaces that hold a Service called name: first those whose Service
 // is not an alias into zone, then the aliases.
-func homes(r Names, name, zone string) (services, aliases []string) {
+func Homes(r Names, name, zone string) (services, aliases []string) {
 	for _, s := range r.ServicesNamed(name) {
 		if s.Alias && clusterdns.LeadsInto(s.ExternalName, []string{clusterdns.FQDN(zone)}) {
 			aliases = append(aliases, s.Namespace)

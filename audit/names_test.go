@@ -1,16 +1,16 @@
-package audit
+package audit_test
 
 import (
 	"slices"
 	"strings"
 	"testing"
+
+	. "github.com/nsguard/nsguard/audit"
 )
 
 // namesOnly hides the model's answers, as the live view has none: the checks must then
 // decide from the names alone.
-type namesOnly struct{ offline }
-
-func (namesOnly) Answers() {} // not an Answerer
+type namesOnly struct{ Names }
 
 // TestChecksWithoutAnswers: over names alone, as the plugin runs them, the checks the
 // live findings report find what Audit finds, with the same severity.
@@ -26,12 +26,12 @@ func TestChecksWithoutAnswers(t *testing.T) {
 		t.Run(strings.Join(paths, "+"), func(t *testing.T) {
 			c := load(t, paths...)
 			var want, got []string
-			for _, f := range Audit(c, "cluster.local") {
+			for _, f := range auditOf(c, "cluster.local") {
 				if f.Check != CheckEndpointShadow && f.Check != CheckAliasDangling {
 					want = append(want, key(f)+" "+string(f.Severity))
 				}
 			}
-			r := namesOnly{offline{c}}
+			r := namesOnly{c.Names()}
 			var fs []Finding
 			for _, ns := range c.Namespaces() {
 				fs = append(fs, NamespaceFindings(r, ns.Name, "cluster.local.")...)

@@ -32,7 +32,8 @@ func IsServiceName(s string) bool {
 }
 
 // CheckName returns an error naming what is wrong unless s, with or without its trailing
-// dot, is a domain name of hostname labels; underscores are allowed, as SRV names have them.
+// dot, is a domain name of hostname labels (letters, digits and '-' inside); underscores
+// are allowed, as SRV names have them.
 func CheckName(s string) error {
 	t := strings.TrimSuffix(s, ".")
 	switch {
@@ -42,8 +43,13 @@ func CheckName(s string) error {
 		return fmt.Errorf("%d octets, more than a name's 253", len(t))
 	}
 	for l := range strings.SplitSeq(t, ".") {
-		if l == "" || len(l) > 63 || strings.Trim(l, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") != "" {
+		switch {
+		case l == "":
+			return errors.New("empty label (a dot at the start, or two in a row)")
+		case len(l) > 63 || strings.Trim(l, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") != "":
 			return fmt.Errorf("label %q is not a DNS label", l)
+		case l[0] == '-' || l[len(l)-1] == '-':
+			return fmt.Errorf("label %q starts or ends with '-'", l)
 		}
 	}
 	return nil

@@ -43,7 +43,8 @@ func TestCheckName(t *testing.T) {
 		want string // "" for a name
 	}{
 		{"cluster.local", ""}, {"cluster.local.", ""}, {"Cluster.Local", ""}, {"_https._tcp.x.y", ""}, {"my-app", ""},
-		{"", "empty name"}, {".", "empty name"}, {"a..b", `label "" is not a DNS label`}, {"http://", `label "http://"`},
+		{"", "empty name"}, {".", "empty name"}, {"a..b", "empty label"}, {".a", "empty label"}, {"http://", `label "http://"`},
+		{"-", `label "-" starts or ends with '-'`}, {"a.-b.c", `label "-b" starts`}, {"a-.b", `label "a-" starts`}, {"a--b.c", ""},
 		{"my_app!", `label "my_app!"`}, {"mý-app", `label "mý-app"`},
 		{strings.Repeat("a", 64) + ".local", `label "aaaa`}, {strings.Repeat("a.", 127) + "bb", "256 octets"},
 	}

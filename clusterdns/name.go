@@ -1,6 +1,7 @@
 // Package clusterdns is the grammar of Kubernetes cluster DNS names: how a name below a
 // cluster zone reads (namespace apex, Service, endpoint), the labels Kubernetes allows, and
-// the advice a log line gives. Its readers do not allocate, so the query path uses them.
+// the advice a log line gives, and the type of an answer (Answer) that the checks and the
+// offline model share. Its readers do not allocate, so the query path uses them.
 package clusterdns
 
 import "strings"

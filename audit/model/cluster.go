@@ -1,7 +1,15 @@
 // Package model is the offline picture of a cluster that nsguard audit and explain read:
-// namespaces, Services and their endpoints, from manifests or a live cluster, and what
-// CoreDNS's kubernetes plugin and kube-dns answer from them. The name grammar it reads
-// names with is package clusterdns, which the query path shares.
+// namespaces, Services and their endpoints, loaded from manifests or a live cluster, what
+// CoreDNS's kubernetes plugin and kube-dns answer from them, and where each stub resolver's
+// search ends (Explain). Only the CLI links it: the plugin runs package audit's checks on
+// its live view. The name grammar and the answers' type are package clusterdns's, which the
+// query path shares.
+//
+// nsguard explain --output json prints an Explanation as JSON, with what each of glibc,
+// musl, Go and c-ares (as of CAresVersion) gets in corednsOutcome.resolvers and
+// kubeDNSOutcome.resolvers; orNext is where c-ares's search ends when it goes on past an
+// answer whose address came before its CNAME. With --mode refuse, refuse is nsguard's rcode
+// and the candidates' answers are those it gives.
 package model
 
 import (

@@ -16,7 +16,7 @@ import (
 //     below it), NXDOMAIN once it is gone;
 //   - svc.<zone>, pod.<zone> and <zone> are NODATA;
 //   - an ExternalName Service answers a CNAME and what its target answers.
-func (c *Cluster) CoreDNS(qname, qtype, zone string, up UpstreamResolver) Answer {
+func (c *Cluster) CoreDNS(qname, qtype, zone string, up UpstreamResolver) clusterdns.Answer {
 	return coreDNS{c: c, zone: clusterdns.FQDN(zone), up: up}.answer(clusterdns.FQDN(qname), qtype, 0)
 }
 
@@ -26,16 +26,16 @@ type coreDNS struct {
 	up   UpstreamResolver
 }
 
-func (k coreDNS) answer(qname, qtype string, depth int) Answer {
+func (k coreDNS) answer(qname, qtype string, depth int) clusterdns.Answer {
 	n := clusterdns.ClassifyIn(qname, clusterdns.MatchZone(qname, []string{k.zone}))
 	switch n.Shape {
 	case clusterdns.OutOfZone:
 		return upstream(k.up, qname, qtype)
 	case clusterdns.ZoneApex, clusterdns.SvcApex:
-		return Answer{Rcode: NoError}
+		return clusterdns.Answer{Rcode: clusterdns.NoError}
 	case clusterdns.PodName:
 		if strings.EqualFold(qname, "pod."+k.zone) {
-			return Answer{Rcode: NoError}
+			return clusterdns.Answer{Rcode: clusterdns.NoError}
 		}
 		ip, ok := podAddress(qname, k.zone)
 		if !ok {
@@ -44,7 +44,7 @@ func (k coreDNS) answer(qname, qtype string, depth int) Answer {
 		return k.addresses(qname, qtype, []string{ip}, "with pods insecure, as the Corefiles clusters run set")
 	case clusterdns.NamespaceApex:
 		if k.c.Namespace(n.Namespace) != nil {
-			return Answer{Rcode: NoError, Note: "namespace apex"}
+			return clusterdns.Answer{Rcode: clusterdns.NoError, Note: "namespace apex"}
 		}
 		return nxdomain
 	case clusterdns.ServiceName:
@@ -60,11 +60,11 @@ func (k coreDNS) answer(qname, qtype string, depth int) Answer {
 				addrs = appendNew(addrs, e.Addrs...)
 			}
 			if len(addrs) == 0 {
-				return Answer{Rcode: NXDomain, Note: "headless Service without ready endpoints"}
+				return clusterdns.Answer{Rcode: clusterdns.NXDomain, Note: "headless Service without ready endpoints"}
 			}
 			return k.addresses(qname, qtype, addrs, "")
 		case len(s.ClusterIPs) == 0:
-			return Answer{Rcode: NoError, Records: []Record{{qname, qtype, "<cluster IP>"}}}
+			return clusterdns.Answer{Rcode: clusterdns.NoError, Records: []clusterdns.Record{{Owner: qname, Type: qtype, Data: "<cluster IP>"}}}
 		}
 		return k.addresses(qname, qtype, s.ClusterIPs, "")
 	case clusterdns.EndpointName:
@@ -77,9 +77,9 @@ func (k coreDNS) answer(qname, qtype string, depth int) Answer {
 		case e == nil:
 			return nxdomain
 		case e.Kind == clusterdns.EndpointPodName:
-			return Answer{Rcode: NXDomain, Note: "answers " + strings.Join(e.Addrs, ", ") + " with endpoint_pod_names"}
+			return clusterdns.Answer{Rcode: clusterdns.NXDomain, Note: "answers " + strings.Join(e.Addrs, ", ") + " with endpoint_pod_names"}
 		case len(e.Addrs) == 0:
-			return Answer{Rcode: NoError, Records: []Record{{qname, qtype, "<endpoint address>"}}} // e.g. a StatefulSet's pod read offline
+			return clusterdns.Answer{Rcode: clusterdns.NoError, Records: []clusterdns.Record{{Owner: qname, Type: qtype, Data: "<endpoint address>"}}} // e.g. a StatefulSet's pod read offline
 		}
 		return k.addresses(qname, qtype, e.Addrs, "")
 	}
@@ -87,37 +87,37 @@ func (k coreDNS) answer(qname, qtype string, depth int) Answer {
 }
 
 // addresses answers the A or AAAA records of addrs; other questions of the name are NODATA.
-func (k coreDNS) addresses(qname, qtype string, addrs []string, note string) Answer {
-	a := Answer{Rcode: NoError, Note: note}
-	if qtype != TypeA && qtype != TypeAAAA {
+func (k coreDNS) addresses(qname, qtype string, addrs []string, note string) clusterdns.Answer {
+	a := clusterdns.Answer{Rcode: clusterdns.NoError, Note: note}
+	if qtype != clusterdns.TypeA && qtype != clusterdns.TypeAAAA {
 		return a
 	}
 	for _, s := range addrs {
-		if ip, err := netip.ParseAddr(s); err == nil && ip.Is4() == (qtype == TypeA) {
-			a.Records = append(a.Records, Record{qname, qtype, ip.String()})
+		if ip, err := netip.ParseAddr(s); err == nil && ip.Is4() == (qtype == clusterdns.TypeA) {
+			a.Records = append(a.Records, clusterdns.Record{Owner: qname, Type: qtype, Data: ip.String()})
 		}
 	}
 	return a
 }
 
 // alias answers an ExternalName Service: a CNAME, and for addresses what the target answers.
-func (k coreDNS) alias(qname, qtype, target string, depth int) Answer {
-	cname := Record{qname, TypeCNAME, target}
-	if qtype != TypeA && qtype != TypeAAAA {
-		if qtype == TypeCNAME {
-			return Answer{Rcode: NoError, Records: []Record{cname}}
+func (k coreDNS) alias(qname, qtype, target string, depth int) clusterdns.Answer {
+	cname := clusterdns.Record{Owner: qname, Type: clusterdns.TypeCNAME, Data: target}
+	if qtype != clusterdns.TypeA && qtype != clusterdns.TypeAAAA {
+		if qtype == clusterdns.TypeCNAME {
+			return clusterdns.Answer{Rcode: clusterdns.NoError, Records: []clusterdns.Record{cname}}
 		}
-		return Answer{Rcode: NoError}
+		return clusterdns.Answer{Rcode: clusterdns.NoError}
 	}
 	if target == qname || depth >= maxChain {
-		return Answer{Rcode: NoError}
+		return clusterdns.Answer{Rcode: clusterdns.NoError}
 	}
 	// Outside the zone, any answer from the upstream keeps the CNAME, even NXDOMAIN.
-	t, ok := follow(target, qtype, k.zone, k.up, true, func(name string) Answer { return k.answer(name, qtype, depth+1) })
+	t, ok := follow(target, qtype, k.zone, k.up, true, func(name string) clusterdns.Answer { return k.answer(name, qtype, depth+1) })
 	if !ok {
-		return Answer{Rcode: NoError}
+		return clusterdns.Answer{Rcode: clusterdns.NoError}
 	}
-	return Answer{Rcode: NoError, Records: append([]Record{cname}, t.Records...)}
+	return clusterdns.Answer{Rcode: clusterdns.NoError, Records: append([]clusterdns.Record{cname}, t.Records...)}
 }
 
 func appendNew(list []string, add ...string) []string {

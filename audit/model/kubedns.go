@@ -21,7 +21,7 @@ import (
 //   - an alias whose target does not resolve adds nothing; an empty answer is NODATA;
 //   - AAAA, TXT and other questions of a name that exists are NODATA, unless they find
 //     records; a CNAME question finds only an ExternalName Service's own entry.
-func (c *Cluster) KubeDNS(qname, qtype, zone string, up UpstreamResolver) Answer {
+func (c *Cluster) KubeDNS(qname, qtype, zone string, up UpstreamResolver) clusterdns.Answer {
 	return kubeDNS{c: c, zone: clusterdns.FQDN(zone), up: up}.answer(clusterdns.FQDN(qname), qtype, 0)
 }
 
@@ -41,7 +41,7 @@ type entry struct {
 // maxChain bounds CNAME chains, as kube-dns and CoreDNS do.
 const maxChain = 8
 
-func (k kubeDNS) answer(qname, qtype string, depth int) Answer {
+func (k kubeDNS) answer(qname, qtype string, depth int) clusterdns.Answer {
 	if clusterdns.MatchZone(qname, []string{k.zone}) == "" {
 		return upstream(k.up, qname, qtype)
 	}
@@ -49,14 +49,14 @@ func (k kubeDNS) answer(qname, qtype string, depth int) Answer {
 	switch {
 	case !found:
 		return nxdomain
-	case qtype == TypeA || qtype == TypeAAAA:
+	case qtype == clusterdns.TypeA || qtype == clusterdns.TypeAAAA:
 		return k.addresses(qname, qtype, entries, depth)
-	case qtype == TypeSRV:
+	case qtype == clusterdns.TypeSRV:
 		return k.srv(qname, entries, depth)
-	case qtype == TypeCNAME:
+	case qtype == clusterdns.TypeCNAME:
 		return k.cname(qname)
 	}
-	return Answer{Rcode: NoError} // only SRV and address questions take these entries
+	return clusterdns.Answer{Rcode: clusterdns.NoError} // only SRV and address questions take these entries
 }
 
 // lookup returns the entries kube-dns answers qname with, or false for NXDOMAIN.
@@ -147,36 +147,36 @@ func (k kubeDNS) ports(s *Service, label string) []entry {
 
 // addresses answers an A or AAAA question: addresses as they are, names followed, and of
 // several CNAMEs kube-dns keeps one, the last of a Go map's order, so any of them.
-func (k kubeDNS) addresses(qname, qtype string, entries []entry, depth int) Answer {
-	var recs []Record
+func (k kubeDNS) addresses(qname, qtype string, entries []entry, depth int) clusterdns.Answer {
+	var recs []clusterdns.Record
 	var cnames []string
 	for _, e := range entries {
 		if ip, err := netip.ParseAddr(e.host); err == nil {
-			if ip.Is4() == (qtype == TypeA) {
-				recs = append(recs, Record{qname, qtype, ip.String()})
+			if ip.Is4() == (qtype == clusterdns.TypeA) {
+				recs = append(recs, clusterdns.Record{Owner: qname, Type: qtype, Data: ip.String()})
 			}
 			continue
 		}
 		if strings.HasPrefix(e.host, "<") { // an address not known here
-			recs = append(recs, Record{qname, qtype, e.host})
+			recs = append(recs, clusterdns.Record{Owner: qname, Type: qtype, Data: e.host})
 			continue
 		}
 		if e.host == qname || depth >= maxChain || slices.Contains(cnames, e.host) {
 			continue
 		}
-		t, ok := follow(e.host, qtype, k.zone, k.up, false, func(name string) Answer { return k.answer(name, qtype, depth+1) })
+		t, ok := follow(e.host, qtype, k.zone, k.up, false, func(name string) clusterdns.Answer { return k.answer(name, qtype, depth+1) })
 		if !ok {
 			continue
 		}
 		cnames = append(cnames, e.host)
 		recs = appendNewRecords(recs, t.Records...)
 	}
-	a := Answer{Rcode: NoError, Shuffled: len(entries) > 1 && len(cnames)+len(recs) > 1}
+	a := clusterdns.Answer{Rcode: clusterdns.NoError, Shuffled: len(entries) > 1 && len(cnames)+len(recs) > 1}
 	switch len(cnames) {
 	case 0:
 		a.Records = recs
 	case 1:
-		a.Records = append([]Record{{qname, TypeCNAME, cnames[0]}}, recs...)
+		a.Records = append([]clusterdns.Record{{Owner: qname, Type: clusterdns.TypeCNAME, Data: cnames[0]}}, recs...)
 	default:
 		a.CNAMEOneOf, a.Records = cnames, recs
 	}
@@ -185,31 +185,31 @@ func (k kubeDNS) addresses(qname, qtype string, entries []entry, depth int) Answ
 
 // srv answers an SRV question: one record per entry, priority 10 and weights that add up
 // to about 100, with the targets' addresses in the additional section.
-func (k kubeDNS) srv(qname string, entries []entry, depth int) Answer {
-	a := Answer{Rcode: NoError, Shuffled: len(entries) > 1}
+func (k kubeDNS) srv(qname string, entries []entry, depth int) clusterdns.Answer {
+	a := clusterdns.Answer{Rcode: clusterdns.NoError, Shuffled: len(entries) > 1}
 	weight := strconv.Itoa(100 / len(entries))
 	for _, e := range entries {
 		target := e.host
 		if ip, err := netip.ParseAddr(e.host); err == nil {
 			target = e.name
-			a.Additional = append(a.Additional, Record{target, map[bool]string{true: TypeA, false: TypeAAAA}[ip.Is4()], ip.String()})
+			a.Additional = append(a.Additional, clusterdns.Record{Owner: target, Type: map[bool]string{true: clusterdns.TypeA, false: clusterdns.TypeAAAA}[ip.Is4()], Data: ip.String()})
 		} else {
-			for _, qtype := range []string{TypeA, TypeAAAA} {
-				t, _ := follow(target, qtype, k.zone, k.up, false, func(name string) Answer { return k.answer(name, qtype, depth+1) })
+			for _, qtype := range []string{clusterdns.TypeA, clusterdns.TypeAAAA} {
+				t, _ := follow(target, qtype, k.zone, k.up, false, func(name string) clusterdns.Answer { return k.answer(name, qtype, depth+1) })
 				a.Additional = appendNewRecords(a.Additional, t.Records...)
 			}
 		}
-		a.Records = append(a.Records, Record{qname, TypeSRV, "10 " + weight + " " + strconv.Itoa(e.port) + " " + target})
+		a.Records = append(a.Records, clusterdns.Record{Owner: qname, Type: clusterdns.TypeSRV, Data: "10 " + weight + " " + strconv.Itoa(e.port) + " " + target})
 	}
 	return a
 }
 
 // cname answers a CNAME question: only an ExternalName Service's own entry is found.
-func (k kubeDNS) cname(qname string) Answer {
+func (k kubeDNS) cname(qname string) clusterdns.Answer {
 	n := clusterdns.ClassifyIn(qname, k.zone)
 	if n.Shape == clusterdns.ServiceName {
 		if s := k.c.Service(n.Namespace, n.Service); s != nil && s.IsExternalName() {
-			return Answer{Rcode: NoError, Records: []Record{{qname, TypeCNAME, clusterdns.FQDN(s.ExternalName)}}}
+			return clusterdns.Answer{Rcode: clusterdns.NoError, Records: []clusterdns.Record{{Owner: qname, Type: clusterdns.TypeCNAME, Data: clusterdns.FQDN(s.ExternalName)}}}
 		}
 	}
 	return nxdomain
@@ -219,19 +219,19 @@ func (k kubeDNS) cname(qname string) Answer {
 // CNAME only when the target has records; outside it through the upstream, where a NOERROR
 // keeps the CNAME even without records, and so does any answer when anyAnswer is set (as
 // CoreDNS does; kube-dns drops it on an error). ok is false when the CNAME is left out.
-func follow(target, qtype, zone string, up UpstreamResolver, anyAnswer bool, inZone func(string) Answer) (Answer, bool) {
+func follow(target, qtype, zone string, up UpstreamResolver, anyAnswer bool, inZone func(string) clusterdns.Answer) (clusterdns.Answer, bool) {
 	if clusterdns.MatchZone(target, []string{zone}) != "" {
 		t := inZone(target)
-		return t, t.Rcode == NoError && len(t.Records) > 0
+		return t, t.Rcode == clusterdns.NoError && len(t.Records) > 0
 	}
 	t := upstream(up, target, qtype)
 	switch {
-	case t.Rcode == Upstream: // not known here: say what it hangs on
-		return Answer{Rcode: NoError, Records: []Record{{target, qtype, "<" + target + " from the upstream, if it resolves>"}}}, true
-	case t.Rcode == NoError:
+	case t.Rcode == clusterdns.Upstream: // not known here: say what it hangs on
+		return clusterdns.Answer{Rcode: clusterdns.NoError, Records: []clusterdns.Record{{Owner: target, Type: qtype, Data: "<" + target + " from the upstream, if it resolves>"}}}, true
+	case t.Rcode == clusterdns.NoError:
 		return t, true
 	}
-	return Answer{Rcode: NoError}, anyAnswer
+	return clusterdns.Answer{Rcode: clusterdns.NoError}, anyAnswer
 }
 
 // fqdn is the name of Service s.
@@ -250,7 +250,7 @@ func podAddress(qname, zone string) (string, bool) {
 	return ip.String(), true
 }
 
-func appendNewRecords(recs []Record, add ...Record) []Record {
+func appendNewRecords(recs []clusterdns.Record, add ...clusterdns.Record) []clusterdns.Record {
 	for _, r := range add {
 		if !slices.Contains(recs, r) {
 			recs = append(recs, r)

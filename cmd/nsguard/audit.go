@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nsguard/nsguard/audit"
-	"github.com/nsguard/nsguard/audit/model"
 	"github.com/nsguard/nsguard/clusterdns"
 )
 
@@ -22,26 +21,25 @@ alias-through-namespace, alias-dangling, alias-loop, reserved-namespace. With -n
 only the findings whose clients include pods in NAMESPACE. The JSON
 schema is documented in package github.com/nsguard/nsguard/audit (go doc ./audit).
 
-Memory: JSON is read an object at a time, and the items of a List (kubectl get -o
-json) one by one; a YAML document is read whole. One YAML document, JSON object or
-List item larger than 32 MiB fails the load (exit status 2, naming the file and the
-document): split the file, or use kubectl get -o json.`
+Memory: each document is read whole, one at a time. A JSON document takes up to
+about 5 times its size (a List's items are held once more); a YAML document up to
+about 50 times, so one over 4 MiB fails the load (exit status 2, naming the file and
+the document): use kubectl get -o json, or split the file. Lists in Lists nest at most
+4 deep.`
 
 func auditCommand(code *int) *cobra.Command {
 	var (
-		src       source
-		output    string
-		failOn    string
-		namespace string
+		src    source
+		output string
+		failOn string
 	)
 	c := newCommand("audit", auditSynopsis, code, func(c *cobra.Command, pos []string) (int, error) {
-		return runAudit(&src, output, failOn, namespace, pos, c.InOrStdin(), c.OutOrStdout())
+		return runAudit(&src, output, failOn, src.namespace(), pos, c.InOrStdin(), c.OutOrStdout())
 	})
 	fs := c.Flags()
-	src.register(fs)
+	src.register(fs, "only findings whose clients include pods in this namespace")
 	fs.StringVarP(&output, "output", "o", "table", "output format: table, json or github (workflow annotations)")
 	fs.StringVar(&failOn, "fail-on", "warning", "exit 1 on a finding of this severity or above: error, warning, info or none")
-	fs.StringVarP(&namespace, "namespace", "n", "", "only findings whose clients include pods in this namespace")
 	return c
 }
 
@@ -52,8 +50,9 @@ func runAudit(src *source, output, failOn, namespace string, pos []string, stdin
 	if err := src.check(); err != nil {
 		return 2, err
 	}
-	if namespace != "" && !clusterdns.IsDNSLabel(namespace) {
-		return 2, usagef("--namespace %q: not a namespace name", namespace)
+	namespace, err := checkNamespace(namespace)
+	if err != nil {
+		return 2, err
 	}
 	threshold := 0
 	switch failOn {
@@ -74,7 +73,7 @@ func runAudit(src *source, output, failOn, namespace string, pos []string, stdin
 	if err != nil {
 		return 2, err
 	}
-	findings := audit.Audit(c, src.zone)
+	findings := audit.Audit(c.Names(), src.zone)
 	if namespace != "" {
 		findings = slices.DeleteFunc(findings, func(f audit.Finding) bool { return !affects(f.Clients, namespace) })
 	}
@@ -152,9 +151,9 @@ func writeTable(w io.Writer, findings []audit.Finding, zone string) error {
 	return err
 }
 
-func describe(a model.Answer) string {
+func describe(a clusterdns.Answer) string {
 	s := a.String()
-	if a.Rcode == model.NoError && len(a.Records) > 0 {
+	if a.Rcode == clusterdns.NoError && len(a.Records) > 0 {
 		s = "NOERROR " + s
 	}
 	if a.Note != "" {

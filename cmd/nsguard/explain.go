@@ -4,14 +4,13 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
-	"github.com/nsguard/nsguard/audit/model"
 	"io"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
-	"github.com/nsguard/nsguard/audit"
+	"github.com/nsguard/nsguard/audit/model"
 	"github.com/nsguard/nsguard/clusterdns"
 )
 
@@ -21,20 +20,29 @@ const explainSynopsis = `nsguard explain NAME -n NAMESPACE [-f PATH]... [--kubec
 
 Prints each search candidate a pod in NAMESPACE sends for NAME and what CoreDNS and
 kube-dns answer to it (A question), marks the candidate that wins and says whether
-that is what NAME most likely meant, and what glibc, musl, Go and c-ares (` + audit.CAresVersion + `)
+that is what NAME most likely meant, and what glibc, musl, Go and c-ares (` + model.CAresVersion + `)
 each get. --mode refuse answers as nsguard in mode refuse does, with --rcode.
 Exit status 1 when the winner is not what NAME most likely meant.`
 
 func explainCommand(code *int) *cobra.Command {
 	var (
-		src                     source
-		from, namespace, output string
-		search, mode, rcode     string
-		ndots                   int
+		src                 source
+		from, output        string
+		search, mode, rcode string
+		ndots               int
 	)
 	c := newCommand("explain NAME", explainSynopsis, code, func(c *cobra.Command, pos []string) (int, error) {
+		namespace := src.namespace()
 		if from != "" && namespace != "" && from != namespace {
 			return 2, usagef("-n %q and --from %q: give one", namespace, from)
+		}
+		if namespace == "" && from == "" && len(src.files) == 0 {
+			// Reading the live cluster, as kubectl does: the context's namespace.
+			ns, err := src.contextNamespace()
+			if err != nil {
+				return 2, err
+			}
+			namespace = ns
 		}
 		refuse, err := refuseRcode(mode, rcode, c.Flags().Changed("rcode"))
 		if err != nil {
@@ -43,13 +51,12 @@ func explainCommand(code *int) *cobra.Command {
 		return runExplain(&src, cmp.Or(namespace, from), output, search, refuse, ndots, pos, c.InOrStdin(), c.OutOrStdout())
 	})
 	fs := c.Flags()
-	src.register(fs)
-	fs.StringVarP(&namespace, "namespace", "n", "", "namespace of the pod that looks the name up (required)")
+	src.register(fs, "namespace of the pod that looks the name up (required with -f; else the context's, as kubectl takes it)")
 	fs.StringVar(&from, "from", "", "the same as --namespace")
 	fs.IntVar(&ndots, "ndots", 5, "the resolver's ndots option")
 	fs.StringVar(&search, "search", "", `search domains, space separated (default "<namespace>.svc.<zone> svc.<zone> <zone>")`)
 	fs.StringVar(&mode, "mode", "log", "nsguard's mode in front of cluster DNS: log (answers unchanged) or refuse")
-	fs.StringVar(&rcode, "rcode", model.NXDomain, "what mode refuse answers: NXDOMAIN or REFUSED")
+	fs.StringVar(&rcode, "rcode", clusterdns.NXDomain, "what mode refuse answers: NXDOMAIN or REFUSED")
 	fs.StringVarP(&output, "output", "o", "table", "output format: table or json")
 	return c
 }
@@ -58,7 +65,7 @@ func explainCommand(code *int) *cobra.Command {
 // mode and rcode say; "" for mode log.
 func refuseRcode(mode, rcode string, rcodeSet bool) (string, error) {
 	switch rcode {
-	case model.NXDomain, audit.Refused:
+	case clusterdns.NXDomain, model.Refused:
 	default:
 		return "", usagef("--rcode %q: want NXDOMAIN or REFUSED", rcode)
 	}
@@ -80,12 +87,14 @@ func runExplain(src *source, from, output, search, refuse string, ndots int, pos
 		return 2, usagef("explain takes one NAME, got %d arguments", len(pos))
 	case from == "":
 		return 2, usagef("-n NAMESPACE (or --from) is required")
-	case !clusterdns.IsDNSLabel(from):
-		return 2, usagef("--namespace %q: not a namespace name", from)
 	case ndots < 0 || ndots > 15:
 		return 2, usagef("--ndots %d: want 0 to 15", ndots)
 	case output != "table" && output != "json":
 		return 2, usagef("--output %q: want table or json", output)
+	}
+	from, err := checkNamespace(from)
+	if err != nil {
+		return 2, err
 	}
 	name := pos[0]
 	if err := checkName(name); err != nil {
@@ -94,18 +103,23 @@ func runExplain(src *source, from, output, search, refuse string, ndots int, pos
 	if err := src.check(); err != nil {
 		return 2, err
 	}
-	opts := audit.ExplainOptions{Zone: src.zone, Ndots: ndots, Refuse: refuse}
+	opts := model.ExplainOptions{Zone: src.zone, Ndots: ndots, Refuse: refuse}
 	if ndots == 0 {
 		opts.Ndots = -1 // the package reads 0 as "default"
 	}
 	if search != "" {
 		opts.Search = strings.Fields(search)
+		for _, d := range opts.Search {
+			if err := clusterdns.CheckName(d); err != nil {
+				return 2, usagef("--search domain %q: %v", d, err)
+			}
+		}
 	}
 	c, err := src.load(stdin)
 	if err != nil {
 		return 2, err
 	}
-	e := audit.Explain(c, name, from, opts)
+	e := model.Explain(c, name, from, opts)
 	if output == "json" {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -129,7 +143,7 @@ func checkName(name string) error {
 	return nil
 }
 
-func writeExplanation(w io.Writer, e audit.Explanation) error {
+func writeExplanation(w io.Writer, e model.Explanation) error {
 	fmt.Fprintf(w, "%s from namespace %s (ndots %d, search %s)\n", e.Name, e.From, e.Ndots, strings.Join(e.Search, " "))
 	if e.Refuse != "" {
 		fmt.Fprintf(w, "nsguard in mode refuse answers %s for a namespace apex\n", e.Refuse)
@@ -150,8 +164,8 @@ func writeExplanation(w io.Writer, e audit.Explanation) error {
 	fmt.Fprintln(tw, "RESOLVER\tWITH COREDNS\tWITH KUBE-DNS")
 	for i, core := range e.CoreDNS.Resolvers {
 		name := core.Resolver
-		if name == audit.CAres {
-			name += " " + audit.CAresVersion
+		if name == model.CAres {
+			name += " " + model.CAresVersion
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", name, gets(core), gets(e.KubeDNS.Resolvers[i]))
 	}
@@ -159,7 +173,7 @@ func writeExplanation(w io.Writer, e audit.Explanation) error {
 }
 
 // gets says what a resolver's lookup gets, and where its search ends.
-func gets(r audit.ResolverOutcome) string {
+func gets(r model.ResolverOutcome) string {
 	var s string
 	switch {
 	case r.Candidate < 0:
@@ -186,7 +200,7 @@ func gets(r audit.ResolverOutcome) string {
 	return s
 }
 
-func mark(i int, o audit.Outcome) string {
+func mark(i int, o model.Outcome) string {
 	switch {
 	case i == o.Winner && o.Meant:
 		return "  <- wins"

@@ -14,9 +14,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 const usage = `nsguard finds names that Kubernetes cluster DNS answers through a namespace,
@@ -34,9 +36,10 @@ stdin; YAML or JSON, multi-document, List kinds, kubectl get -o yaml|json) or, w
 offenders reads CoreDNS logs from files (-f or arguments) or stdin, such as
 kubectl -n kube-system logs -l k8s-app=kube-dns --prefix --timestamps.
 
-Flags read like kubectl's: --kubeconfig, --context, -n/--namespace, -o/--output,
--f/--filename. Installed as kubectl-nsguard on the PATH, this is the kubectl plugin
-'kubectl nsguard'.
+Flags read like kubectl's: -n/--namespace, -o/--output, -f/--filename, and for the
+live cluster kubectl's own (--kubeconfig, --context, --cluster, --user, --as, --token,
+--server, --request-timeout, ...). Installed as kubectl-nsguard on the PATH, this is the
+kubectl plugin 'kubectl nsguard'.
 
 Exit status: 0 nothing found, 1 findings (audit: at or above --fail-on; explain:
 the winning answer is not what the name most likely meant; offenders: any row),
@@ -46,6 +49,11 @@ Run 'nsguard audit -h', 'nsguard explain -h' or 'nsguard offenders -h' for the f
 `
 
 func main() {
+	// audit and explain read inputs several times larger than what they keep: a lower GC
+	// target than Go's default (100) keeps the peak near what is live. GOGC, when set, decides.
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(25)
+	}
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
@@ -99,7 +107,18 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			fmt.Fprint(c.OutOrStdout(), named(usage))
 			return
 		}
-		fmt.Fprintf(c.OutOrStdout(), "Usage: %s\n\nFlags:\n%s", named(c.Long), c.LocalFlags().FlagUsages())
+		own, kube := pflag.NewFlagSet("", pflag.ContinueOnError), pflag.NewFlagSet("", pflag.ContinueOnError)
+		c.LocalFlags().VisitAll(func(f *pflag.Flag) {
+			if _, ok := f.Annotations[kubectlGroup]; ok {
+				kube.AddFlag(f)
+			} else {
+				own.AddFlag(f)
+			}
+		})
+		fmt.Fprintf(c.OutOrStdout(), "Usage: %s\n\nFlags:\n%s", named(c.Long), own.FlagUsages())
+		if kube.HasFlags() {
+			fmt.Fprintf(c.OutOrStdout(), "\nkubectl's flags, for the live cluster (without -f):\n%s", kube.FlagUsages())
+		}
 	})
 	root.SetIn(stdin)
 	root.SetOut(stdout)

@@ -34,7 +34,10 @@ func TestExitStatus(t *testing.T) {
 		{"bad fail-on", []string{"audit", "--fail-on", "fatal"}, 2, `--fail-on "fatal"`},
 		{"unknown flag", []string{"audit", "--bogus"}, 2, "bogus"},
 		{"stray argument", []string{"audit", "incident.yaml"}, 2, `got "incident.yaml"`},
-		{"files and kubeconfig", []string{"audit", "-f", "x", "--kubeconfig", "y"}, 2, "cannot be combined"},
+		{"files and kubeconfig", []string{"audit", "-f", "x", "--kubeconfig", "y"}, 2, "cannot be combined with --kubeconfig"},
+		{"files and a kubectl flag", []string{"explain", "my-app", "-n", "a", "-f", "x", "--server", "https://127.0.0.1:1"}, 2, "cannot be combined with --server"},
+		{"kubectl's --server", []string{"audit", "--server", "https://127.0.0.1:1", "--kubeconfig", "/dev/null", "--request-timeout", "5s"}, 2, "127.0.0.1:1"},
+		{"kubectl's --request-timeout checked", []string{"audit", "--kubeconfig", "/dev/null", "--request-timeout", "soon"}, 2, `--request-timeout "soon": want a duration`},
 		{"unknown command", []string{"check"}, 2, `unknown command "check"`},
 		{"no command", nil, 2, "Usage"},
 		{"explain without from", []string{"explain", "my-app", "-f", fixtures + "incident.yaml"}, 2, "-n NAMESPACE (or --from) is required"},
@@ -55,6 +58,17 @@ func TestExitStatus(t *testing.T) {
 		{"old -fail-on", []string{"audit", "-fail-on", "none"}, 2, "use --fail-on"},
 		{"unknown shorthand", []string{"audit", "-x"}, 2, "unknown shorthand flag: 'x'"},
 		{"bad audit namespace", []string{"audit", "-n", "Not_A_Namespace", "-f", fixtures + "incident.yaml"}, 2, `--namespace "Not_A_Namespace"`},
+		// Values that once passed unchecked: a typo must fail a CI gate, not pass it.
+		{"bad offenders namespace", []string{"offenders", "-n", "Bad_NS", "/dev/null"}, 2, `--namespace "Bad_NS": not a namespace name`},
+		{"offenders namespace with a pod", []string{"offenders", "-n", "a/web", "/dev/null"}, 2, `--namespace "a/web": not a namespace name`},
+		{"bad search domain", []string{"explain", "my-app", "-n", "a", "-f", fixtures + "incident.yaml", "--search", "bad..domain"}, 2, `--search domain "bad..domain": empty label`},
+		{"bad search domain among good ones", []string{"explain", "my-app", "-n", "a", "-f", fixtures + "incident.yaml", "--search", "a.svc.cluster.local -x.local"}, 2, `--search domain "-x.local": label "-x" starts or ends with '-'`},
+		{"root as a search domain", []string{"explain", "my-app", "-n", "a", "-f", fixtures + "incident.yaml", "--search", "."}, 2, `--search domain ".": empty name`},
+		{"explain zone -", []string{"explain", "my-app", "-n", "a", "-f", fixtures + "incident.yaml", "--zone", "-"}, 2, `--zone "-": label "-" starts or ends with '-'`},
+		{"audit zone -", []string{"audit", "-f", fixtures + "incident.yaml", "--zone", "-"}, 2, `--zone "-": label "-" starts or ends with '-'`},
+		{"offenders namespace in upper case", []string{"offenders", "-n", "New-Namespace-1", kubectlLog}, 1, ""},
+		{"audit namespace in upper case", []string{"audit", "-n", "New-Namespace-1", "-f", fixtures + "incident.yaml"}, 1, ""},
+		{"zone with an empty label", []string{"audit", "-f", fixtures + "incident.yaml", "--zone", "cluster..local"}, 2, `--zone "cluster..local": empty label`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

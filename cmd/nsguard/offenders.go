@@ -17,9 +17,10 @@ the rows of pods in NAMESPACE (the summary still counts every line). Other lines
 skipped and counted. Exit status 1 when there is a row.
 
 Memory is bounded whatever the input: lines over 64 KiB are skipped (and counted);
-at most 10,000 rows are kept, and lines for rows first seen past them are counted
-in the summary as not ranked; a row lists at most 8 answer kinds and 8 actions, and
-counts its lines with others ("+N lines with others"). Time is linear in the input.`
+at most 10,000 rows are kept, each with what one of its lines says (its latest with
+records, else its latest), and lines for rows first seen past them are counted in the
+summary as not ranked; a row lists at most 8 answer kinds and 8 actions, and counts
+its lines with others ("+N lines with others"). Time is linear in the input.`
 
 func offendersCommand(code *int) *cobra.Command {
 	var (
@@ -42,6 +43,10 @@ func runOffenders(logs []string, output, namespace string, pos []string, stdin i
 	}[output]
 	if !ok {
 		return 2, usagef("--output %q: want table, json or github", output)
+	}
+	namespace, err := checkNamespace(namespace)
+	if err != nil {
+		return 2, err
 	}
 	names := append(logs, pos...)
 	if len(names) == 0 {

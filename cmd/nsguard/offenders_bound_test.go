@@ -2,6 +2,9 @@ package main
 
 import (
 	"fmt"
+	"io"
+	"runtime"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -99,5 +102,76 @@ func BenchmarkOffenders(b *testing.B) {
 				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(lines), "ns/line")
 			})
 		}
+	}
+}
+
+// rowLine is an answer line of row r: records and fix of the given lengths, at second sec.
+func rowLine(r, sec, records, fix int) string {
+	return fmt.Sprintf(`2026-12-02T10:00:%02dZ [WARNING] plugin/nsguard: answer through namespace "n%d": client=10.0.%d.%d pod=a/p%d question="n%d.svc.cluster.local. A" typed="n%d" answer=records records="%s" action=logged fix="%s"`+"\n",
+		sec, r, r/256, r%256, r, r, r, strings.Repeat("r", records), strings.Repeat("f", fix))
+}
+
+// TestOffendersRowMemory: a row keeps one line's worth of text, however its lines come.
+// Each row here has a line whose records are long, then a later one without records whose
+// fix is long: the row must not hold both lines, nor both long values.
+func TestOffendersRowMemory(t *testing.T) {
+	const rows, long = 200, 60 << 10
+	pr, pw := io.Pipe()
+	go func() {
+		for r := range rows {
+			io.WriteString(pw, rowLine(r, 1, long, 10))
+			io.WriteString(pw, strings.Replace(rowLine(r, 2, 0, long), "answer=records", "answer=nodata", 1))
+		}
+		pw.Close()
+	}()
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	tl := newTally()
+	if err := tl.read("crafted", pr); err != nil {
+		t.Fatal(err)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	perRow := (int64(after.HeapAlloc) - int64(before.HeapAlloc)) / rows
+	runtime.KeepAlive(tl)
+	if len(tl.rows) != rows || tl.summary.Skipped != 0 {
+		t.Fatalf("%d rows, %d lines skipped; want %d, 0", len(tl.rows), tl.summary.Skipped, rows)
+	}
+	t.Logf("%d bytes a row for lines of %d KiB", perRow, long>>10)
+	if perRow > maxLogLine+2<<10 {
+		t.Errorf("a row keeps %d KiB for lines of %d KiB: more than one line (%d KiB)", perRow>>10, long>>10, maxLogLine>>10)
+	}
+}
+
+// TestOffendersRowLine: what a row says (client, records, fix) comes from one line: its
+// latest line with records, or its latest line while none has records.
+func TestOffendersRowLine(t *testing.T) {
+	withClient := func(line, client string) string { return strings.Replace(line, "client=10.0.0.0", "client="+client, 1) }
+	noRecords := func(line string) string { return strings.Replace(line, "answer=records", "answer=nodata", 1) }
+	tests := []struct {
+		name                 string
+		log                  string
+		client, records, fix string
+		answers              []string
+	}{
+		{"the latest line", withClient(rowLine(0, 1, 1, 1), "a") + withClient(rowLine(0, 2, 2, 2), "b"), "b", "rr", "ff", []string{"records"}},
+		{"the latest line, out of order", withClient(rowLine(0, 2, 2, 2), "b") + withClient(rowLine(0, 1, 1, 1), "a"), "b", "rr", "ff", []string{"records"}},
+		{"a later line without records", withClient(rowLine(0, 1, 1, 1), "a") + withClient(noRecords(rowLine(0, 2, 0, 2)), "b"), "a", "r", "f", []string{"nodata", "records"}},
+		{"no line with records", withClient(noRecords(rowLine(0, 1, 0, 1)), "a") + withClient(noRecords(rowLine(0, 2, 0, 2)), "b"), "b", "", "ff", []string{"nodata"}},
+		{"an earlier line with records", withClient(noRecords(rowLine(0, 2, 0, 2)), "b") + withClient(rowLine(0, 1, 1, 1), "a"), "a", "r", "f", []string{"nodata", "records"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, r := offendersJSON(t, tt.log)
+			if len(r.Rows) != 1 {
+				t.Fatalf("%d rows", len(r.Rows))
+			}
+			o := r.Rows[0]
+			if o.Client != tt.client || o.Records != tt.records || o.Fix != tt.fix || !slices.Equal(o.Answers, tt.answers) || o.Count != 2 {
+				t.Errorf("client %q records %q fix %q answers %q count %d; want %q %q %q %q 2", o.Client, o.Records, o.Fix, o.Answers, o.Count,
+					tt.client, tt.records, tt.fix, tt.answers)
+			}
+		})
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"cmp"
 	"encoding/json"
 	"fmt"
@@ -21,7 +22,7 @@ import (
 //	  "version": 1,
 //	  "rows": [{
 //	    "pod": "new-namespace-1/web",   // "" when nsguard did not know the client's pod
-//	    "client": "10.244.1.5",         // the latest client= ("unknown" when nsguard had none)
+//	    "client": "10.244.1.5",         // client= of the row's line ("unknown" when nsguard had none)
 //	    "namespace": "new-namespace-1", // the pod's namespace; "" when unknown
 //	    "typed": "my-app",              // what the client most likely typed
 //	    "kind": "namespace",            // or "endpoint shadow"
@@ -29,13 +30,13 @@ import (
 //	    "got": "...", "meant": "...",   // kind endpoint shadow only: what answered, what was meant
 //	    "answers": ["nodata"],          // answer kinds seen: nodata, records
 //	    "otherAnswers": 3,              // lines whose answer kind is past the 8 listed (omitted when 0)
-//	    "records": "",                  // the latest records logged that were not empty
+//	    "records": "",                  // records= of the row's line
 //	    "count": 4,                     // answers: each line is 1 + its repeats=
 //	    "firstSeen": "2026-12-02T21:34:35.123456789Z",
 //	    "lastSeen": "2026-12-02T21:40:02Z", // RFC 3339; both absent without timestamps
 //	    "actions": ["logged"],          // actions seen: logged, refused
 //	    "otherActions": 3,              // lines whose action is past the 8 listed (omitted when 0)
-//	    "fix": "..."                    // the latest fix
+//	    "fix": "..."                    // fix= of the row's line
 //	  }],
 //	  "summary": {
 //	    "rows": 1, "answers": 4,        // rows, and the sum of their counts
@@ -49,8 +50,10 @@ import (
 //	}
 //
 // Rows come most answers first, then by namespace, pod (or client) and typed name. The
-// latest line of a row is the one with the latest timestamp, or the one read last when
-// lines have none; Go's log dates carry no zone and are read as UTC. Each answer nsguard
+// row's line, whose client, records, through, got, meant and fix the row shows, is its
+// latest line with records, or its latest line while none has records: latest by
+// timestamp, or read last when lines have none; Go's log dates carry no zone and are read
+// as UTC. Each answer nsguard
 // held back is in one count: a client and question logged before keeps it in repeats=, and
 // a row's count adds those up; the rest, held back by log_limit, are in heldBack.
 type offendersReport struct {
@@ -112,14 +115,38 @@ func values(set []string, other uint64) string {
 	return s
 }
 
+// writeOffendersJSON writes what json.Encoder with a two-space indent writes for r, a row
+// at a time: the output is as large as the rows' text, and is not held whole as well.
 func writeOffendersJSON(w io.Writer, r offendersReport) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(r)
+	b := bufio.NewWriter(w)
+	fmt.Fprintf(b, "{\n  \"version\": %d,\n  \"rows\": [", r.Version)
+	for i, o := range r.Rows {
+		row, err := json.MarshalIndent(o, "    ", "  ")
+		if err != nil {
+			return err
+		}
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString("\n    ")
+		b.Write(row)
+	}
+	if len(r.Rows) > 0 {
+		b.WriteString("\n  ")
+	}
+	summary, err := json.MarshalIndent(r.Summary, "  ", "  ")
+	if err != nil {
+		return err
+	}
+	b.WriteString("],\n  \"summary\": ")
+	b.Write(summary)
+	b.WriteString("\n}\n")
+	return b.Flush()
 }
 
+// writeOffendersTable writes a row at a time, as writeOffendersJSON does.
 func writeOffendersTable(w io.Writer, r offendersReport) error {
-	var b strings.Builder
+	b := bufio.NewWriter(w)
 	if len(r.Rows) == 0 {
 		b.WriteString("no answers through a namespace or an endpoint\n")
 	} else {
@@ -161,13 +188,12 @@ func writeOffendersTable(w io.Writer, r offendersReport) error {
 		}
 	}
 	s := r.Summary
-	fmt.Fprintf(&b, "\n%d rows, %d answers from %d lines; %d held back (suppressed=), not attributed to a row; %d lines skipped, %d of them broken\n",
+	fmt.Fprintf(b, "\n%d rows, %d answers from %d lines; %d held back (suppressed=), not attributed to a row; %d lines skipped, %d of them broken\n",
 		s.Rows, s.Answers, s.Lines, s.HeldBack, s.Skipped, s.Broken)
 	if s.UnrankedLines > 0 {
-		fmt.Fprintf(&b, "%d more lines (%d answers) for rows past the first %d, not ranked\n", s.UnrankedLines, s.UnrankedAnswers, maxRows)
+		fmt.Fprintf(b, "%d more lines (%d answers) for rows past the first %d, not ranked\n", s.UnrankedLines, s.UnrankedAnswers, maxRows)
 	}
-	_, err := io.WriteString(w, b.String())
-	return err
+	return b.Flush()
 }
 
 // writeOffendersGitHub prints one warning annotation per row; logs have no file to point at.

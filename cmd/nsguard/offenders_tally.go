@@ -21,8 +21,8 @@ const (
 	// under 48 KiB) and are skipped.
 	maxLogLine = 64 << 10
 	// maxRows bounds the rows; lines for a row first seen past it are counted in the
-	// summary, not ranked. A row holds its latest line, so this is also the memory bound:
-	// at most maxRows lines.
+	// summary, not ranked. A row holds what one of its lines says, so this is also the
+	// memory bound: at most maxRows lines.
 	maxRows = 10_000
 	// maxValues bounds the answer and action kinds a row lists, and maxValueLen their
 	// length: nsguard writes two answers and three actions, all short. Lines with others
@@ -168,10 +168,13 @@ type offender struct {
 	Actions      []string  `json:"actions"`
 	OtherActions uint64    `json:"otherActions,omitempty"`
 	Fix          string    `json:"fix"`
+	said         bool      // Client, Records, Fix and the rest are set, from one line
 }
 
-// add counts a line of this row. What a row says (client, records, fix) comes from its
-// latest line: by timestamp, or in the order read when lines have none.
+// add counts a line of this row. What a row says (client, records, fix) comes from one
+// line, cloned so that the row keeps neither that line nor any other: its latest line with
+// records (an AAAA question's NODATA says less than the A records), or its latest line
+// while none has records; latest by timestamp, or in the order read when lines have none.
 func (o *offender) add(e answerEntry) {
 	o.Count = addSat(o.Count, addSat(1, e.Repeats))
 	if !e.at.IsZero() && (o.FirstSeen.IsZero() || e.at.Before(o.FirstSeen)) {
@@ -194,17 +197,18 @@ func (o *offender) add(e answerEntry) {
 	if !addValue(&o.Actions, e.Action) {
 		o.OtherActions++
 	}
-	if !latest {
+	if o.said && (e.Records == "") != (o.Records == "") {
+		latest = e.Records != "" // a line with records says more, whenever it came
+	}
+	if !latest && o.said {
 		return
 	}
-	o.Client, o.Fix = e.Client, e.Fix
+	o.said = true
+	o.Client, o.Fix, o.Records = strings.Clone(e.Client), strings.Clone(e.Fix), strings.Clone(e.Records)
 	if e.kind == kindNamespace {
-		o.Through = e.Subject
+		o.Through = strings.Clone(e.Subject)
 	}
-	o.Got, o.Meant = e.Got, e.Meant
-	if e.Records != "" { // an AAAA question's NODATA says less than the A records
-		o.Records = e.Records
-	}
+	o.Got, o.Meant = strings.Clone(e.Got), strings.Clone(e.Meant)
 }
 
 // addValue adds v to a set of at most maxValues short values, sorted when the report is

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -415,5 +416,32 @@ func TestOffendersExitStatus(t *testing.T) {
 				t.Errorf("exit 2 printed a report:\n%s", out)
 			}
 		})
+	}
+}
+
+// The JSON written a row at a time is what json.Encoder writes for the whole report.
+func TestOffendersJSONAsEncoded(t *testing.T) {
+	sample, err := os.ReadFile(kubectlLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, log := range []string{"", "x\n", string(sample), apexLine + "\n" + shadowLine + "\n"} {
+		tl := newTally()
+		if err := tl.read("log", strings.NewReader(log)); err != nil {
+			t.Fatal(err)
+		}
+		r := tl.report()
+		var got, want bytes.Buffer
+		if err := writeOffendersJSON(&got, r); err != nil {
+			t.Fatal(err)
+		}
+		enc := json.NewEncoder(&want)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(r); err != nil {
+			t.Fatal(err)
+		}
+		if got.String() != want.String() {
+			t.Errorf("got\n%s\nwant\n%s", got.String(), want.String())
+		}
 	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/nsguard/nsguard/audit"
 	"github.com/nsguard/nsguard/audit/model"
+	"github.com/nsguard/nsguard/clusterdns"
 	"github.com/nsguard/nsguard/test/e2e/cluster"
 	"github.com/nsguard/nsguard/test/e2e/coredns"
 )
@@ -24,16 +25,16 @@ import (
 // TestExplainAgreesWithCoreDNS checks explain's CoreDNS column against what the real
 // CoreDNS answers for each in-zone candidate of the incident's lookup.
 func TestExplainAgreesWithCoreDNS(t *testing.T) {
-	c, err := audit.LoadLive(t.Context(), env.cp.Clientset())
+	c, err := model.LoadLive(t.Context(), env.cp.Clientset())
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := startDNS(t, "127.53.1.40", coredns.Config{})
 	for _, name := range []string{cluster.AppService, cluster.AppService + "." + cluster.AppNamespace, cluster.OtherApp1 + "." + cluster.LegacyNamespace} {
-		e := audit.Explain(c, name, cluster.ClientNamespace, audit.ExplainOptions{})
+		e := model.Explain(c, name, cluster.ClientNamespace, model.ExplainOptions{})
 		checked := 0
 		for _, cand := range e.Candidates {
-			if cand.CoreDNS.Rcode == model.Upstream {
+			if cand.CoreDNS.Rcode == clusterdns.Upstream {
 				continue // outside the zone: the suite's stand-in upstream, not cluster state
 			}
 			checked++
@@ -49,7 +50,7 @@ func TestExplainAgreesWithCoreDNS(t *testing.T) {
 			t.Errorf("%s: only %d in-zone candidates", name, checked)
 		}
 	}
-	e := audit.Explain(c, cluster.AppService, cluster.ClientNamespace, audit.ExplainOptions{})
+	e := model.Explain(c, cluster.AppService, cluster.ClientNamespace, model.ExplainOptions{})
 	if e.CoreDNS.Meant || e.CoreDNS.MuslStop != 1 || !e.Candidates[1].CoreDNS.NoData() {
 		t.Errorf("incident: %+v", e.CoreDNS)
 	}
@@ -57,11 +58,11 @@ func TestExplainAgreesWithCoreDNS(t *testing.T) {
 
 // TestAuditLive finds the incident's capture on the real control plane.
 func TestAuditLive(t *testing.T) {
-	c, err := audit.LoadLive(t.Context(), env.cp.Clientset())
+	c, err := model.LoadLive(t.Context(), env.cp.Clientset())
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range audit.Audit(c, "cluster.local") {
+	for _, f := range audit.Audit(c.Names(), "cluster.local") {
 		if f.Check != audit.CheckNamespaceCapture || f.Objects[0].Name != cluster.LegacyNamespace {
 			continue
 		}
@@ -142,6 +143,10 @@ func TestCLIKubectlPlugin(t *testing.T) {
 		{"explain", []string{"nsguard", "explain", cluster.AppService, "-n", cluster.ClientNamespace},
 			1, []string{"most likely meant: Service my-app in " + cluster.AppNamespace}, ""},
 		{"no such context", []string{"nsguard", "audit", "--context", "nope"}, 2, []string{"kubectl nsguard: kubeconfig: ", `"nope"`}, ""},
+		// kubectl's own flags, as kubectl takes them: the context's namespace without -n.
+		{"explain in the context's namespace", []string{"nsguard", "explain", cluster.AppService, "--request-timeout", "20s"},
+			-1, []string{cluster.AppService + " from namespace default "}, ""},
+		{"kubectl's --server", []string{"nsguard", "audit", "--server", "https://127.0.0.1:1"}, 2, []string{"127.0.0.1:1"}, ""},
 		{"old spelling", []string{"nsguard", "audit", "-output", "json"}, 2, []string{"use --output"}, ""},
 		{"help names the plugin", []string{"nsguard", "--help"}, 0, []string{"kubectl nsguard audit"}, ""},
 	}

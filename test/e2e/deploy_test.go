@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	rbacv1 "k8s.io/api/rbac/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
@@ -158,6 +160,7 @@ func TestDeployClusterRoleLeastPrivilege(t *testing.T) {
 	}
 }
 
+// metricName finds the nsguard metrics a PromQL expression queries.
 var metricName = regexp.MustCompile(`\bcoredns_nsguard_[a-z_]+\b`)
 
 // Every nsguard metric the dashboard and the alerting rules query exists on the
@@ -185,9 +188,14 @@ func TestDeployDashboardAndRulesMetrics(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, l := range strings.Split(body, "\n") {
-			if strings.HasPrefix(l, "coredns_nsguard_") {
-				have[metricName.FindString(l)] = true
+		parser := expfmt.NewTextParser(model.UTF8Validation)
+		families, err := parser.TextToMetricFamilies(strings.NewReader(body))
+		if err != nil {
+			t.Fatalf("/metrics: %v", err)
+		}
+		for name, f := range families {
+			if strings.HasPrefix(name, "coredns_nsguard_") && len(f.GetMetric()) > 0 {
+				have[name] = true
 			}
 		}
 	}

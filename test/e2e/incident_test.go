@@ -4,13 +4,13 @@ package e2e
 
 import (
 	"context"
-	"github.com/nsguard/nsguard/audit/model"
 	"strings"
 	"testing"
 
 	"github.com/miekg/dns"
 
-	"github.com/nsguard/nsguard/audit"
+	"github.com/nsguard/nsguard/audit/model"
+	"github.com/nsguard/nsguard/clusterdns"
 	"github.com/nsguard/nsguard/test/e2e/cluster"
 	"github.com/nsguard/nsguard/test/e2e/coredns"
 	"github.com/nsguard/nsguard/test/e2e/resolvers"
@@ -82,7 +82,7 @@ func TestRefuseMode(t *testing.T) {
 	p.expect(t, "my-app", every(corp))
 	p.expect(t, "other-app-1.my-app", every(otherApp1))
 	p.expect(t, "my-app.new-namespace-2", every(app))
-	predicts(t, "my-app", cluster.ClientNamespace, model.NXDomain, p.dns.IP+":53", every(corp))
+	predicts(t, "my-app", cluster.ClientNamespace, clusterdns.NXDomain, p.dns.IP+":53", every(corp))
 	if got := p.apexAnswers(t)["refused/nodata"]; got < 3 {
 		t.Errorf("refused/nodata counter is %v, want at least one per resolver", got)
 	}
@@ -101,7 +101,7 @@ func TestRefuseModeRefused(t *testing.T) {
 	stopped := map[resolvers.Kind]string{resolvers.Glibc: failed, resolvers.Musl: failed, resolvers.Go: corp, resolvers.CAres: failed}
 	p.expect(t, "my-app", stopped)
 	p.expect(t, "my-app.new-namespace-2", every(app))
-	predicts(t, "my-app", cluster.ClientNamespace, audit.Refused, p.dns.IP+":53", stopped)
+	predicts(t, "my-app", cluster.ClientNamespace, model.Refused, p.dns.IP+":53", stopped)
 }
 
 // (d) The incident exactly, on kube-dns: see kubedns_test.go.

@@ -10,8 +10,8 @@ import (
 
 	"github.com/miekg/dns"
 
-	"github.com/nsguard/nsguard/audit"
 	"github.com/nsguard/nsguard/audit/model"
+	"github.com/nsguard/nsguard/clusterdns"
 	"github.com/nsguard/nsguard/test/e2e/cluster"
 	"github.com/nsguard/nsguard/test/e2e/coredns"
 	"github.com/nsguard/nsguard/test/e2e/kubedns"
@@ -26,7 +26,7 @@ const lookups = 60
 // objects, with a CoreDNS beside it as its upstream for names outside the cluster.
 func startKubeDNS(t *testing.T, ip, upstreamIP string) *kubedns.Server {
 	t.Helper()
-	c, err := audit.LoadLive(t.Context(), env.cp.Clientset())
+	c, err := model.LoadLive(t.Context(), env.cp.Clientset())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,15 +124,15 @@ func TestIncidentKubeDNS(t *testing.T) {
 
 // explain and audit predict, record by record, what kube-dns answers the incident's names.
 func TestExplainAgreesWithKubeDNS(t *testing.T) {
-	c, err := audit.LoadLive(t.Context(), env.cp.Clientset())
+	c, err := model.LoadLive(t.Context(), env.cp.Clientset())
 	if err != nil {
 		t.Fatal(err)
 	}
 	legacy := startKubeDNS(t, "127.53.1.106", "127.53.1.107")
 	for _, name := range []string{cluster.AppService, cluster.AppService + "." + cluster.AppNamespace, cluster.OtherApp1 + "." + cluster.LegacyNamespace} {
-		e := audit.Explain(c, name, cluster.ClientNamespace, audit.ExplainOptions{})
+		e := model.Explain(c, name, cluster.ClientNamespace, model.ExplainOptions{})
 		for _, cand := range e.Candidates {
-			if cand.KubeDNS.Rcode == model.Upstream {
+			if cand.KubeDNS.Rcode == clusterdns.Upstream {
 				continue
 			}
 			for range 20 { // the answer varies: each must be one the prediction allows
@@ -149,7 +149,7 @@ func TestExplainAgreesWithKubeDNS(t *testing.T) {
 }
 
 // agrees says how res differs from the predicted answer a, or "".
-func agrees(a model.Answer, res *dns.Msg) string {
+func agrees(a clusterdns.Answer, res *dns.Msg) string {
 	if dns.RcodeToString[res.Rcode] != a.Rcode {
 		return "rcode " + dns.RcodeToString[res.Rcode]
 	}
@@ -164,7 +164,7 @@ func agrees(a model.Answer, res *dns.Msg) string {
 	}
 	var want []string
 	for _, r := range a.Records {
-		if r.Type == model.TypeCNAME {
+		if r.Type == clusterdns.TypeCNAME {
 			if !slices.Contains(cnames, r.Data) {
 				return "no CNAME to " + r.Data
 			}

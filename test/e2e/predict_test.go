@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nsguard/nsguard/audit"
+	"github.com/nsguard/nsguard/audit/model"
 	"github.com/nsguard/nsguard/test/e2e/kubedns"
 	"github.com/nsguard/nsguard/test/e2e/resolvers"
 )
@@ -45,19 +45,19 @@ func kubeDNSPredicts(t *testing.T, name, from, upstream string) map[resolvers.Ki
 	return out
 }
 
-func explainLive(t *testing.T, name, from, refuse, upstream string) audit.Explanation {
+func explainLive(t *testing.T, name, from, refuse, upstream string) model.Explanation {
 	t.Helper()
-	c, err := audit.LoadLive(t.Context(), env.cp.Clientset())
+	c, err := model.LoadLive(t.Context(), env.cp.Clientset())
 	if err != nil {
 		t.Fatal(err)
 	}
-	return audit.Explain(c, name, from, audit.ExplainOptions{Search: resolvers.PodSearch(from), Refuse: refuse, Upstream: kubedns.Forwarder(upstream)})
+	return model.Explain(c, name, from, model.ExplainOptions{Search: resolvers.PodSearch(from), Refuse: refuse, Upstream: kubedns.Forwarder(upstream)})
 }
 
 // byKind are the resolvers' outcomes by the suite's resolver kinds, each of which explain models.
-func byKind(t *testing.T, o audit.Outcome) map[resolvers.Kind]audit.ResolverOutcome {
+func byKind(t *testing.T, o model.Outcome) map[resolvers.Kind]model.ResolverOutcome {
 	t.Helper()
-	out := map[resolvers.Kind]audit.ResolverOutcome{}
+	out := map[resolvers.Kind]model.ResolverOutcome{}
 	for _, r := range o.Resolvers {
 		k := slices.IndexFunc(resolvers.Kinds, func(k resolvers.Kind) bool { return k.String() == r.Resolver })
 		if k < 0 {
@@ -73,7 +73,7 @@ func byKind(t *testing.T, o audit.Outcome) map[resolvers.Kind]audit.ResolverOutc
 
 // outcomes lists what r allows: each address of a OneOf, a failure when it MayFail, and
 // where c-ares's search ends when it goes on.
-func outcomes(r audit.ResolverOutcome) []string {
+func outcomes(r model.ResolverOutcome) []string {
 	var out []string
 	switch {
 	case r.OneOf:
@@ -94,7 +94,7 @@ func outcomes(r audit.ResolverOutcome) []string {
 }
 
 // predicted is one outcome of r in the tests' terms: addrs sorted, or failed.
-func predicted(r audit.ResolverOutcome, addrs []string) string {
+func predicted(r model.ResolverOutcome, addrs []string) string {
 	if r.Fails {
 		return failed
 	}

@@ -3,12 +3,12 @@
 package e2e
 
 import (
-	"github.com/nsguard/nsguard/audit/model"
 	"strings"
 	"testing"
 
 	"github.com/miekg/dns"
 
+	"github.com/nsguard/nsguard/clusterdns"
 	"github.com/nsguard/nsguard/test/e2e/cluster"
 )
 
@@ -28,7 +28,7 @@ func TestStockCorefileStatefulSetPeer(t *testing.T) {
 					}
 					s.shop.expect(t, "web-0.nginx", every(cluster.PeerPodIP))
 					s.shop.expect(t, full, every(cluster.PeerPodIP))
-					refuse := map[string]string{"log": "", "refuse": model.NXDomain}[mode.name]
+					refuse := map[string]string{"log": "", "refuse": clusterdns.NXDomain}[mode.name]
 					predicts(t, "web-0.nginx", cluster.ShopNamespace, refuse, upstreamIP+":53", every(cluster.PeerPodIP))
 					predicts(t, full, cluster.ShopNamespace, refuse, upstreamIP+":53", every(cluster.PeerPodIP))
 					if lines := nsguardWarnings(srv); len(lines) != 0 {

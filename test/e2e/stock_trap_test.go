@@ -3,11 +3,11 @@
 package e2e
 
 import (
-	"github.com/nsguard/nsguard/audit/model"
 	"testing"
 
 	"github.com/miekg/dns"
 
+	"github.com/nsguard/nsguard/clusterdns"
 	"github.com/nsguard/nsguard/test/e2e/cluster"
 )
 
@@ -77,7 +77,7 @@ func TestStockCorefileTrap(t *testing.T) {
 					}
 					s.web.expect(t, "my-app", every(corp)) // musl too goes on to my-app.corp.example
 					s.probe.expect(t, "my-app", trapped)   // allowed: the trap as without nsguard
-					predicts(t, "my-app", cluster.ClientNamespace, model.NXDomain, upstreamIP+":53", every(corp))
+					predicts(t, "my-app", cluster.ClientNamespace, clusterdns.NXDomain, upstreamIP+":53", every(corp))
 					predicts(t, "my-app", cluster.ProbeNamespace, "", upstreamIP+":53", trapped)
 					t.Logf("%s, mode refuse, %s first: apex answers counted %v", d.name, first, apexCounts(t, srv))
 				})

@@ -3,10 +3,12 @@ package coredns
 import (
 	"context"
 	"fmt"
-	"regexp"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // ViewSynced reports whether a /metrics page shows nsguard's cluster view synced.
@@ -23,16 +25,14 @@ func ViewSynced(page string) bool {
 func (s *Server) WaitViewSynced(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	for {
-		if page, err := s.Scrape(); err == nil && ViewSynced(page) {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("nsguard's cluster view did not sync in 30s:\n%s", s.Log())
-		case <-time.After(100 * time.Millisecond):
-		}
+	err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(context.Context) (bool, error) {
+		page, err := s.Scrape()
+		return err == nil && ViewSynced(page), nil
+	})
+	if err != nil {
+		return fmt.Errorf("nsguard's cluster view did not sync in 30s:\n%s", s.Log())
 	}
+	return nil
 }
 
 // Sample is one sample of a /metrics page: its labels and its value.
@@ -41,20 +41,29 @@ type Sample struct {
 	Value  float64
 }
 
-var labelPair = regexp.MustCompile(`(\w+)="((?:[^"\\]|\\.)*)"`)
-
-// Samples returns the samples of metric name on a /metrics page, in page order.
+// Samples returns the samples of counter, gauge or untyped metric name on a /metrics
+// page, in page order; none when the page does not parse.
 func Samples(page, name string) []Sample {
-	line := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + `(?:\{([^}]*)\})? (\S+)$`)
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(strings.NewReader(page))
+	if err != nil {
+		return nil
+	}
 	var out []Sample
-	for _, m := range line.FindAllStringSubmatch(page, -1) {
-		v, err := strconv.ParseFloat(m[2], 64)
-		if err != nil {
-			continue // not a sample line of this text format
+	for _, m := range families[name].GetMetric() {
+		s := Sample{Labels: map[string]string{}}
+		for _, l := range m.GetLabel() {
+			s.Labels[l.GetName()] = l.GetValue()
 		}
-		s := Sample{Labels: map[string]string{}, Value: v}
-		for _, l := range labelPair.FindAllStringSubmatch(m[1], -1) {
-			s.Labels[l[1]] = l[2]
+		switch {
+		case m.Counter != nil:
+			s.Value = m.GetCounter().GetValue()
+		case m.Gauge != nil:
+			s.Value = m.GetGauge().GetValue()
+		case m.Untyped != nil:
+			s.Value = m.GetUntyped().GetValue()
+		default:
+			continue // a histogram or summary: no one value
 		}
 		out = append(out, s)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/nsguard/nsguard/audit/model"
+	"github.com/nsguard/nsguard/clusterdns"
 	"github.com/nsguard/nsguard/test/e2e/dnsserve"
 )
 
@@ -85,9 +86,9 @@ func (s *Server) handle(w dns.ResponseWriter, req *dns.Msg) {
 }
 
 // reply puts a on the wire as kube-dns does.
-func reply(req *dns.Msg, a model.Answer) *dns.Msg {
+func reply(req *dns.Msg, a clusterdns.Answer) *dns.Msg {
 	m := new(dns.Msg)
-	if a.Rcode == model.NXDomain {
+	if a.Rcode == clusterdns.NXDomain {
 		m.SetRcode(req, dns.RcodeNameError) // a fresh message: no AA, no RA
 		m.Ns = []dns.RR{soa()}
 		return m
@@ -110,11 +111,11 @@ func reply(req *dns.Msg, a model.Answer) *dns.Msg {
 // answerRecords orders a's records as kube-dns does. It walks the namespace's entries in
 // random order, each a CNAME and its target's records, then keeps one CNAME per owner, the
 // last one, in a Go map; when that map holds fewer records, the answer is rebuilt from it.
-func answerRecords(qname string, a model.Answer) []model.Record {
+func answerRecords(qname string, a clusterdns.Answer) []clusterdns.Record {
 	if len(a.CNAMEOneOf) == 0 {
 		recs := a.Records
 		if a.Shuffled {
-			recs = append([]model.Record(nil), recs...)
+			recs = append([]clusterdns.Record(nil), recs...)
 			rand.Shuffle(len(recs), func(i, j int) { recs[i], recs[j] = recs[j], recs[i] })
 		}
 		return recs
@@ -122,24 +123,24 @@ func answerRecords(qname string, a model.Answer) []model.Record {
 	owner := strings.ToLower(qname)
 	targets := append([]string(nil), a.CNAMEOneOf...)
 	rand.Shuffle(len(targets), func(i, j int) { targets[i], targets[j] = targets[j], targets[i] })
-	var walked []model.Record
+	var walked []clusterdns.Record
 	for _, t := range targets {
-		walked = append(walked, model.Record{Owner: owner, Type: model.TypeCNAME, Data: t})
+		walked = append(walked, clusterdns.Record{Owner: owner, Type: clusterdns.TypeCNAME, Data: t})
 		for _, r := range a.Records {
 			if r.Owner == t {
 				walked = append(walked, r)
 			}
 		}
 	}
-	kept := map[string]model.Record{}
+	kept := map[string]clusterdns.Record{}
 	for _, r := range walked {
 		key := r.String()
-		if r.Type == model.TypeCNAME {
+		if r.Type == clusterdns.TypeCNAME {
 			key = r.Owner + " CNAME"
 		}
 		kept[key] = r
 	}
-	out := make([]model.Record, 0, len(kept))
+	out := make([]clusterdns.Record, 0, len(kept))
 	for _, r := range kept { // a Go map's order, as kube-dns's
 		out = append(out, r)
 	}
@@ -147,7 +148,7 @@ func answerRecords(qname string, a model.Answer) []model.Record {
 }
 
 // rr makes a clusterdns record a wire record; the question's name keeps the client's case.
-func rr(r model.Record, qname string) dns.RR {
+func rr(r clusterdns.Record, qname string) dns.RR {
 	owner := r.Owner
 	if strings.EqualFold(owner, qname) {
 		owner = qname

@@ -9,7 +9,6 @@ import (
 
 	"github.com/miekg/dns"
 
-	"github.com/nsguard/nsguard/audit"
 	"github.com/nsguard/nsguard/audit/model"
 	"github.com/nsguard/nsguard/test/e2e/dnsserve"
 	"github.com/nsguard/nsguard/test/e2e/resolvers"
@@ -27,7 +26,7 @@ const (
 
 func load(t *testing.T, files ...string) *model.Cluster {
 	t.Helper()
-	c, err := audit.LoadFiles(files, nil)
+	c, err := model.LoadFiles(files, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@ import (
 
 	"github.com/miekg/dns"
 
-	"github.com/nsguard/nsguard/audit/model"
+	"github.com/nsguard/nsguard/clusterdns"
 )
 
 // Forwarder is kube-dns's upstream: a DNS server at an "ip:port". explain asks it too, to
@@ -14,18 +14,18 @@ import (
 type Forwarder string
 
 // Resolve implements model.UpstreamResolver.
-func (f Forwarder) Resolve(qname, qtype string) model.Answer {
+func (f Forwarder) Resolve(qname, qtype string) clusterdns.Answer {
 	m := new(dns.Msg)
 	m.SetQuestion(dns.Fqdn(qname), dns.StringToType[qtype])
 	res, err := f.exchange(m)
 	if err != nil {
-		return model.Answer{Rcode: "SERVFAIL"}
+		return clusterdns.Answer{Rcode: "SERVFAIL"}
 	}
-	a := model.Answer{Rcode: dns.RcodeToString[res.Rcode]}
+	a := clusterdns.Answer{Rcode: dns.RcodeToString[res.Rcode]}
 	for _, rr := range res.Answer {
 		h := rr.Header()
 		data := strings.TrimPrefix(rr.String(), h.String())
-		a.Records = append(a.Records, model.Record{Owner: strings.ToLower(h.Name), Type: dns.TypeToString[h.Rrtype], Data: data})
+		a.Records = append(a.Records, clusterdns.Record{Owner: strings.ToLower(h.Name), Type: dns.TypeToString[h.Rrtype], Data: data})
 	}
 	return a
 }

@@ -14,7 +14,7 @@ import (
 
 	"github.com/miekg/dns"
 
-	"github.com/nsguard/nsguard/audit"
+	"github.com/nsguard/nsguard/audit/model"
 	"github.com/nsguard/nsguard/test/e2e/dnsserve"
 	"github.com/nsguard/nsguard/test/e2e/kubedns"
 )
@@ -34,7 +34,7 @@ func TestLookups(t *testing.T) {
 	if err != nil {
 		t.Fatal(err) // a missing tool fails the suite, never skips it
 	}
-	incident, err := audit.LoadFiles([]string{"../../../audit/testdata/incident.yaml"}, nil)
+	incident, err := model.LoadFiles([]string{"../../../audit/testdata/incident.yaml"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

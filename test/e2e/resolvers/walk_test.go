@@ -11,8 +11,8 @@ import (
 
 	"github.com/miekg/dns"
 
-	"github.com/nsguard/nsguard/audit"
 	"github.com/nsguard/nsguard/audit/model"
+	"github.com/nsguard/nsguard/clusterdns"
 	"github.com/nsguard/nsguard/test/e2e/dnsserve"
 )
 
@@ -21,7 +21,7 @@ const walkServerIP = "127.53.0.2"
 
 // script is what the scripted server answers: an A answer per name, NXDOMAIN for any other
 // name. AAAA gets the same rcode, and NODATA where A has records.
-type script map[string]model.Answer
+type script map[string]clusterdns.Answer
 
 func (s script) serve(w dns.ResponseWriter, r *dns.Msg) {
 	m := new(dns.Msg).SetReply(r)
@@ -31,7 +31,7 @@ func (s script) serve(w dns.ResponseWriter, r *dns.Msg) {
 	switch {
 	case !ok:
 		m.Rcode = dns.RcodeNameError
-	case a.Rcode != model.NoError:
+	case a.Rcode != clusterdns.NoError:
 		m.Rcode = dns.StringToRcode[a.Rcode]
 	case q.Qtype == dns.TypeA:
 		for _, rec := range a.Records {
@@ -51,7 +51,7 @@ func (s script) serve(w dns.ResponseWriter, r *dns.Msg) {
 
 // TestWalk runs every real resolver through a pod's search list where the first candidate
 // answers each rcode, and where an answer's address comes before or after its CNAME, and
-// checks that each ends where audit.Walk, the model explain uses, says it does.
+// checks that each ends where model.Walk, the model explain uses, says it does.
 func TestWalk(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
 	defer cancel()
@@ -59,8 +59,8 @@ func TestWalk(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v, err := c.CAresVersion(ctx); err != nil || v != audit.CAresVersion {
-		t.Errorf("the c-ares client runs with c-ares %q (%v); explain models %s", v, err, audit.CAresVersion)
+	if v, err := c.CAresVersion(ctx); err != nil || v != model.CAresVersion {
+		t.Errorf("the c-ares client runs with c-ares %q (%v); explain models %s", v, err, model.CAresVersion)
 	}
 	rc := filepath.Join(t.TempDir(), "resolv.conf")
 	if err := PodResolvConf(rc, walkServerIP, "ns"); err != nil {
@@ -68,29 +68,29 @@ func TestWalk(t *testing.T) {
 	}
 	names := []string{"x.ns.svc.cluster.local.", "x.svc.cluster.local.", "x.cluster.local.", "x.corp.example.", "x."}
 	const first, target, second = "10.0.0.1", "10.0.0.9", "10.0.0.2"
-	rec := func(owner, typ, data string) model.Record {
-		return model.Record{Owner: owner, Type: typ, Data: data}
+	rec := func(owner, typ, data string) clusterdns.Record {
+		return clusterdns.Record{Owner: owner, Type: typ, Data: data}
 	}
-	cname := rec(names[0], model.TypeCNAME, "t.example.net.")
-	tA := rec("t.example.net.", model.TypeA, target)
+	cname := rec(names[0], clusterdns.TypeCNAME, "t.example.net.")
+	tA := rec("t.example.net.", clusterdns.TypeA, target)
 	tests := []struct {
 		name  string
-		first model.Answer
+		first clusterdns.Answer
 	}{
-		{"NXDOMAIN", model.Answer{Rcode: model.NXDomain}},
-		{"NODATA", model.Answer{Rcode: model.NoError}},
-		{"SERVFAIL", model.Answer{Rcode: audit.ServFail}},
-		{"REFUSED", model.Answer{Rcode: audit.Refused}},
-		{"address", model.Answer{Rcode: model.NoError, Records: []model.Record{rec(names[0], model.TypeA, first)}}},
-		{"CNAME then address", model.Answer{Rcode: model.NoError, Records: []model.Record{cname, tA}}},
-		{"address then CNAME", model.Answer{Rcode: model.NoError, Records: []model.Record{tA, cname}}},
-		{"CNAME, another's address, address", model.Answer{Rcode: model.NoError, Records: []model.Record{
-			cname, rec("u.example.net.", model.TypeA, first), tA}}},
+		{"NXDOMAIN", clusterdns.Answer{Rcode: clusterdns.NXDomain}},
+		{"NODATA", clusterdns.Answer{Rcode: clusterdns.NoError}},
+		{"SERVFAIL", clusterdns.Answer{Rcode: model.ServFail}},
+		{"REFUSED", clusterdns.Answer{Rcode: model.Refused}},
+		{"address", clusterdns.Answer{Rcode: clusterdns.NoError, Records: []clusterdns.Record{rec(names[0], clusterdns.TypeA, first)}}},
+		{"CNAME then address", clusterdns.Answer{Rcode: clusterdns.NoError, Records: []clusterdns.Record{cname, tA}}},
+		{"address then CNAME", clusterdns.Answer{Rcode: clusterdns.NoError, Records: []clusterdns.Record{tA, cname}}},
+		{"CNAME, another's address, address", clusterdns.Answer{Rcode: clusterdns.NoError, Records: []clusterdns.Record{
+			cname, rec("u.example.net.", clusterdns.TypeA, first), tA}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			answers := []model.Answer{tt.first, {Rcode: model.NoError, Records: []model.Record{rec(names[1], model.TypeA, second)}},
-				{Rcode: model.NXDomain}, {Rcode: model.NXDomain}, {Rcode: model.NXDomain}}
+			answers := []clusterdns.Answer{tt.first, {Rcode: clusterdns.NoError, Records: []clusterdns.Record{rec(names[1], clusterdns.TypeA, second)}},
+				{Rcode: clusterdns.NXDomain}, {Rcode: clusterdns.NXDomain}, {Rcode: clusterdns.NXDomain}}
 			s := script{}
 			for i, n := range names {
 				s[n] = answers[i]
@@ -102,7 +102,7 @@ func TestWalk(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				want := audit.Walk(k.String(), names, answers)
+				want := model.Walk(k.String(), names, answers)
 				wantAddrs := strings.Join(want.Addresses, " ")
 				if want.Fails {
 					wantAddrs = "error"

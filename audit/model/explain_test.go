@@ -1,11 +1,12 @@
-package audit
+package model
 
 import (
-	"github.com/nsguard/nsguard/audit/model"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/nsguard/nsguard/clusterdns"
 )
 
 func TestCandidates(t *testing.T) {
@@ -27,7 +28,7 @@ func TestCandidates(t *testing.T) {
 }
 
 func TestExplain(t *testing.T) {
-	c := load(t, "testdata/incident.yaml", "testdata/shadow-list.yaml", "testdata/broad/near-misses.yaml")
+	c := load(t, "../testdata/incident.yaml", "../testdata/shadow-list.yaml", "../testdata/broad/near-misses.yaml")
 	tests := []struct {
 		name, from   string
 		core, kube   int // winner index
@@ -57,7 +58,7 @@ func TestExplain(t *testing.T) {
 }
 
 func TestExplainIncidentAnswers(t *testing.T) {
-	e := Explain(load(t, "testdata/incident.yaml"), "my-app", "new-namespace-1", ExplainOptions{})
+	e := Explain(load(t, "../testdata/incident.yaml"), "my-app", "new-namespace-1", ExplainOptions{})
 	want := []struct{ core, kube string }{
 		{"NXDOMAIN", "NXDOMAIN"},
 		{"NODATA", "one CNAME to other-app-1.legacy-a.svc.cluster.local. or other-app-2.legacy-a.svc.cluster.local., A 10.96.0.31, A 10.96.0.32, in random order"},
@@ -79,26 +80,26 @@ func TestExplainIncidentAnswers(t *testing.T) {
 // candidate answering an address. test/e2e/resolvers runs the real ones through the same.
 func TestWalk(t *testing.T) {
 	names := []string{"x.c.svc.cluster.local.", "x.svc.cluster.local."}
-	second := model.Answer{Rcode: model.NoError, Records: []model.Record{{Owner: names[1], Type: model.TypeA, Data: "10.0.0.2"}}}
-	cname := model.Record{Owner: names[0], Type: model.TypeCNAME, Data: "t.example.net."}
-	target := model.Record{Owner: "t.example.net.", Type: model.TypeA, Data: "10.0.0.9"}
+	second := clusterdns.Answer{Rcode: clusterdns.NoError, Records: []clusterdns.Record{{Owner: names[1], Type: clusterdns.TypeA, Data: "10.0.0.2"}}}
+	cname := clusterdns.Record{Owner: names[0], Type: clusterdns.TypeCNAME, Data: "t.example.net."}
+	target := clusterdns.Record{Owner: "t.example.net.", Type: clusterdns.TypeA, Data: "10.0.0.9"}
 	on, stops := []string{"10.0.0.2"}, []string(nil)
 	tests := []struct {
 		name                    string
-		first                   model.Answer
+		first                   clusterdns.Answer
 		glibc, musl, goes, ares []string // addresses; nil: the lookup fails
 	}{
-		{"NXDOMAIN", model.Answer{Rcode: model.NXDomain}, on, on, on, on},
-		{"NODATA", model.Answer{Rcode: model.NoError}, on, stops, on, on},
-		{"SERVFAIL", model.Answer{Rcode: ServFail}, on, stops, on, stops},
-		{"REFUSED", model.Answer{Rcode: Refused}, stops, stops, on, stops},
-		{"CNAME then address", model.Answer{Rcode: model.NoError, Records: []model.Record{cname, target}},
+		{"NXDOMAIN", clusterdns.Answer{Rcode: clusterdns.NXDomain}, on, on, on, on},
+		{"NODATA", clusterdns.Answer{Rcode: clusterdns.NoError}, on, stops, on, on},
+		{"SERVFAIL", clusterdns.Answer{Rcode: ServFail}, on, stops, on, stops},
+		{"REFUSED", clusterdns.Answer{Rcode: Refused}, stops, stops, on, stops},
+		{"CNAME then address", clusterdns.Answer{Rcode: clusterdns.NoError, Records: []clusterdns.Record{cname, target}},
 			[]string{"10.0.0.9"}, []string{"10.0.0.9"}, []string{"10.0.0.9"}, []string{"10.0.0.9"}},
-		{"address then CNAME", model.Answer{Rcode: model.NoError, Records: []model.Record{target, cname}},
+		{"address then CNAME", clusterdns.Answer{Rcode: clusterdns.NoError, Records: []clusterdns.Record{target, cname}},
 			stops, []string{"10.0.0.9"}, []string{"10.0.0.9"}, on},
 	}
 	for _, tt := range tests {
-		answers := []model.Answer{tt.first, second}
+		answers := []clusterdns.Answer{tt.first, second}
 		for r, want := range map[string][]string{Glibc: tt.glibc, Musl: tt.musl, Go: tt.goes, CAres: tt.ares} {
 			o := Walk(r, names, answers)
 			if got := o.Addresses; o.Fails != (want == nil) || !o.Fails && !slices.Equal(got, want) {
@@ -112,7 +113,7 @@ func TestWalk(t *testing.T) {
 // on CoreDNS musl stops at the namespace's NODATA, glibc and Go go on upstream; on kube-dns
 // musl and Go get both wrong addresses, and glibc one of them or a failure.
 func TestExplainResolvers(t *testing.T) {
-	e := Explain(load(t, "testdata/incident.yaml"), "my-app", "new-namespace-1", ExplainOptions{})
+	e := Explain(load(t, "../testdata/incident.yaml"), "my-app", "new-namespace-1", ExplainOptions{})
 	core := []ResolverOutcome{
 		{Resolver: Glibc, Candidate: 3},
 		{Resolver: Musl, Candidate: 1, Fails: true},
@@ -137,7 +138,7 @@ func TestExplainResolvers(t *testing.T) {
 		t.Errorf("kube-dns verdict %q lacks %q", e.KubeDNS.Verdict, want)
 	}
 	// After the blog's fix every resolver reaches the Service, through the alias.
-	e = Explain(load(t, "testdata/incident.yaml", "testdata/blog-fix.yaml"), "my-app", "new-namespace-1", ExplainOptions{})
+	e = Explain(load(t, "../testdata/incident.yaml", "../testdata/blog-fix.yaml"), "my-app", "new-namespace-1", ExplainOptions{})
 	for _, o := range [][]ResolverOutcome{e.CoreDNS.Resolvers, e.KubeDNS.Resolvers} {
 		for _, r := range o {
 			if r.Candidate != 0 || !slices.Equal(r.Addresses, []string{"10.96.0.20"}) || !r.Meant || r.Fails || r.MayFail {
@@ -150,13 +151,13 @@ func TestExplainResolvers(t *testing.T) {
 // TestExplainRefuse predicts the incident behind nsguard in mode refuse: with NXDOMAIN every
 // resolver goes on past the namespace apex; with REFUSED only Go does.
 func TestExplainRefuse(t *testing.T) {
-	c := load(t, "testdata/incident.yaml")
+	c := load(t, "../testdata/incident.yaml")
 	tests := []struct {
 		rcode   string
 		stop    map[string]bool // the resolvers that fail at the apex, candidate 2
 		verdict string
 	}{
-		{model.NXDomain, map[string]bool{}, "candidate 4 (my-app.) goes upstream"},
+		{clusterdns.NXDomain, map[string]bool{}, "candidate 4 (my-app.) goes upstream"},
 		{Refused, map[string]bool{Glibc: true, Musl: true, CAres: true}, "glibc, musl and c-ares stop at candidate 2 (REFUSED) and fail"},
 	}
 	for _, tt := range tests {

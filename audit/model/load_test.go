@@ -1,4 +1,4 @@
-package audit
+package model
 
 import (
 	"fmt"
@@ -7,14 +7,24 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nsguard/nsguard/audit"
 	"github.com/nsguard/nsguard/clusterdns"
 )
 
+func load(t testing.TB, paths ...string) *Cluster {
+	t.Helper()
+	c, err := LoadFiles(paths, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 func TestLoadErrorsNameFileAndDocument(t *testing.T) {
 	tests := []struct{ file, want string }{
-		{"testdata/bad/bad.yaml", "testdata/bad/bad.yaml: document 2: Service: "},
-		{"testdata/bad/nokind.yaml", "testdata/bad/nokind.yaml: document 1: no kind"},
-		{"testdata/bad/syntax.yaml", "testdata/bad/syntax.yaml: document 2: "},
+		{"../testdata/bad/bad.yaml", "../testdata/bad/bad.yaml: document 2: Service: "},
+		{"../testdata/bad/nokind.yaml", "../testdata/bad/nokind.yaml: document 1: no kind"},
+		{"../testdata/bad/syntax.yaml", "../testdata/bad/syntax.yaml: document 2: "},
 	}
 	for _, tt := range tests {
 		_, err := LoadFiles([]string{tt.file}, nil)
@@ -22,14 +32,14 @@ func TestLoadErrorsNameFileAndDocument(t *testing.T) {
 			t.Errorf("%s: error %v, want prefix %q", tt.file, err, tt.want)
 		}
 	}
-	if _, err := LoadFiles([]string{"testdata/missing.yaml"}, nil); err == nil {
+	if _, err := LoadFiles([]string{"../testdata/missing.yaml"}, nil); err == nil {
 		t.Error("a missing file loaded")
 	}
 }
 
 func TestLoadSources(t *testing.T) {
 	stdin := strings.NewReader(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"from-stdin"}}`)
-	c, err := LoadFiles([]string{"testdata/broad", "-"}, stdin)
+	c, err := LoadFiles([]string{"../testdata/broad", "-"}, stdin)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,10 +57,10 @@ func TestLoadSources(t *testing.T) {
 	if c.Namespace("tools").Source != "implied by Service tools/team-a" {
 		t.Errorf("tools: %+v", c.Namespace("tools"))
 	}
-	if got := c.Service("apps", "to-apex").Source; got != "testdata/broad/aliases.yaml: document 4" {
+	if got := c.Service("apps", "to-apex").Source; got != "../testdata/broad/aliases.yaml: document 4" {
 		t.Errorf("source %q", got)
 	}
-	c = load(t, "testdata/shadow-list.yaml")
+	c = load(t, "../testdata/shadow-list.yaml")
 	if e := c.Endpoint("new-namespace-1", "db", "primary"); e == nil || e.Addrs[0] != "10.244.1.20" {
 		t.Errorf("slice endpoint: %+v", e)
 	}
@@ -61,8 +71,8 @@ func TestLoadSources(t *testing.T) {
 func TestAuditOfflineScale(t *testing.T) {
 	c := load(t, writeScale(t))
 	captures := 0
-	for _, f := range Audit(c, "cluster.local") {
-		if f.Check == CheckNamespaceCapture {
+	for _, f := range audit.Audit(c.Names(), "cluster.local") {
+		if f.Check == audit.CheckNamespaceCapture {
 			captures++
 		}
 	}
@@ -76,7 +86,7 @@ func BenchmarkLoadAndAudit(b *testing.B) {
 	path := writeScale(b)
 	b.ReportAllocs()
 	for b.Loop() {
-		Audit(load(b, path), "cluster.local")
+		audit.Audit(load(b, path).Names(), "cluster.local")
 	}
 }
 
@@ -103,7 +113,11 @@ func TestLoadStreams(t *testing.T) {
 	svc := func(name string) string {
 		return `{"apiVersion":"v1","kind":"Service","metadata":{"name":"` + name + `","namespace":"a"},"spec":{"clusterIP":"10.96.0.1"}}`
 	}
-	big := strings.Repeat("x", maxDocument)
+	nested := func(depth int) string {
+		return strings.Repeat(`{"apiVersion":"v1","kind":"List","items":[`, depth) + svc("s1") + strings.Repeat("]}", depth)
+	}
+	small := Limits{YAMLDocument: 128 << 10, JSONDocument: 256 << 10, ListDepth: 3}
+	long := strings.Repeat("x", 1<<20)
 	tests := []struct {
 		name     string
 		in       string
@@ -112,20 +126,30 @@ func TestLoadStreams(t *testing.T) {
 	}{
 		{"kubectl get -o json: items before kind", `{"apiVersion":"v1","items":[` + svc("s1") + "," + svc("s2") + `],"kind":"List","metadata":{}}`, []string{"s1", "s2"}, ""},
 		{"typed list, items without kind", `{"kind":"ServiceList","apiVersion":"v1","metadata":{},"items":[{"metadata":{"name":"s1","namespace":"a"}}]}`, []string{"s1"}, ""},
+		{"typed list, items without kind before the list's kind", `{"apiVersion":"v1","items":[{"metadata":{"name":"s1","namespace":"a"}}],"kind":"ServiceList"}`, []string{"s1"}, ""},
 		{"objects one after another", svc("s1") + "\n" + svc("s2"), []string{"s1", "s2"}, ""},
-		{"nested list", `{"apiVersion":"v1","kind":"List","items":[{"apiVersion":"v1","kind":"List","items":[` + svc("s1") + `]}]}`, []string{"s1"}, ""},
+		{"nested list", nested(2), []string{"s1"}, ""},
+		{"Lists as deep as the bound", nested(3), []string{"s1"}, ""},
 		{"empty list", `{"apiVersion":"v1","kind":"List","items":[]}`, nil, ""},
 		{"YAML documents", "apiVersion: v1\nkind: Service\nmetadata: {name: s1, namespace: a}\n---\n# only a comment\n---\n" + svc("s2"), []string{"s1", "s2"}, ""},
-		{"item without kind before the list's kind", `{"apiVersion":"v1","items":[{"metadata":{"name":"s1"}}],"kind":"ServiceList"}`, nil, "document 1: item 1: no kind"},
-		{"items in a kind that is no List", `{"apiVersion":"v1","items":[` + svc("s1") + `],"kind":"Service"}`, nil, `items in a "Service"`},
+		{"YAML List", "apiVersion: v1\nkind: List\nitems:\n- " + svc("s1") + "\n- {apiVersion: v1, kind: Service, metadata: {name: s2, namespace: a}}\n", []string{"s1", "s2"}, ""},
+		{"item without kind in a List", `{"apiVersion":"v1","items":[{"metadata":{"name":"s1"}}],"kind":"List"}`, nil, "document 1: item 1: no kind"},
+		{"item without apiVersion in a List", `{"apiVersion":"v1","items":[{"kind":"Service","metadata":{"name":"s1"}}],"kind":"List"}`, nil, "document 1: item 1: Service without apiVersion"},
 		{"not an object", `["x"]`, nil, "document 1: not a Kubernetes object"},
-		{"broken item", `{"apiVersion":"v1","kind":"List","items":[` + svc("s1") + `,{"kind":]}`, nil, "document 1: item 2: "},
-		{"a YAML document too large", "apiVersion: v1\nkind: ConfigMap\ndata:\n  x: " + big + "\n", nil, "<stdin>: document 1: larger than 32 MiB"},
-		{"a JSON item too large", `{"apiVersion":"v1","kind":"List","items":[` + svc("s1") + `,{"kind":"ConfigMap","data":{"x":"` + big + `"}}]}`, nil, "<stdin>: document 1: larger than 32 MiB"},
+		{"not an object in YAML", "just a line\n", nil, "document 1: not a Kubernetes object"},
+		{"broken JSON", `{"apiVersion":"v1","kind":"List","items":[` + svc("s1") + `,{"kind":]}`, nil, "<stdin>: document 1: invalid character ']'"},
+		{"broken item", `{"apiVersion":"v1","kind":"List","items":[` + svc("s1") + `,{"kind":"Service","apiVersion":"v1","spec":7}]}`, nil, "document 1: item 2: Service: "},
+		{"broken YAML", "apiVersion: v1\nkind: Service\nmetadata: {name: s1, namespace: a}\n---\nkind: [\n", nil, "<stdin>: document 2: "},
+		{"Lists deeper than the bound", nested(4), nil, "<stdin>: document 1: a List nested in Lists more than 3 deep"},
+		{"a YAML document too large", "apiVersion: v1\nkind: ConfigMap\ndata:\n  x: " + long + "\n", nil, "<stdin>: document 1: a YAML document over 128 KiB"},
+		{"a YAML document too large after one that fits", "apiVersion: v1\nkind: Service\nmetadata: {name: s1, namespace: a}\n---\napiVersion: v1\nkind: ConfigMap\ndata:\n  x: " + long + "\n", nil, "<stdin>: document 2: a YAML document over"},
+		{"a JSON document too large", `{"apiVersion":"v1","kind":"List","items":[` + svc("s1") + `,{"kind":"ConfigMap","data":{"x":"` + long + `"}}]}`, nil, "<stdin>: document 1: a JSON document over 256 KiB: split the file"},
+		{"JSON documents each within the bound", strings.Repeat(svc("s1")+"\n", 5000), []string{"s1"}, ""},
+		{"YAML documents each within the bound", strings.Repeat("---\n"+svc("s1")+"\n", 5000), []string{"s1"}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, err := LoadFiles([]string{"-"}, strings.NewReader(tt.in))
+			c, err := small.LoadFiles([]string{"-"}, strings.NewReader(tt.in))
 			if tt.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.err) {
 					t.Fatalf("error %v, want %q", err, tt.err)
@@ -144,5 +168,22 @@ func TestLoadStreams(t *testing.T) {
 				t.Errorf("%d Services, want %d", n, len(tt.services))
 			}
 		})
+	}
+}
+
+// After a JSON document over 1 MiB a new decoder goes on from what the old one read ahead:
+// nothing after it may be lost.
+func TestLoadAfterLargeJSONDocuments(t *testing.T) {
+	big := `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"big"},"data":{"x":"` + strings.Repeat("x", 2<<20) + `"}}`
+	svc := func(name string) string {
+		return `{"apiVersion":"v1","kind":"Service","metadata":{"name":"` + name + `","namespace":"a"}}`
+	}
+	in := big + svc("s1") + "\n" + big + "\n" + svc("s2") + big
+	c, err := LoadFiles([]string{"-"}, strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Service("a", "s1") == nil || c.Service("a", "s2") == nil {
+		t.Errorf("Services after the large documents lost: %v %v", c.Service("a", "s1"), c.Service("a", "s2"))
 	}
 }

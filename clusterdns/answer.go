@@ -1,8 +1,6 @@
-package model
+package clusterdns
 
-import (
-	"strings"
-)
+import "strings"
 
 // Rcodes of an Answer. Upstream stands for a name outside the cluster zone: cluster DNS
 // forwards it, so what comes back is not known from the cluster's state.
@@ -88,18 +86,3 @@ func (a Answer) Addresses() []string {
 	}
 	return out
 }
-
-// UpstreamResolver answers names outside the cluster zone, as cluster DNS's upstream does.
-type UpstreamResolver interface {
-	Resolve(qname, qtype string) Answer
-}
-
-// upstream asks u, or says that the answer depends on the upstream when there is none.
-func upstream(u UpstreamResolver, qname, qtype string) Answer {
-	if u == nil {
-		return Answer{Rcode: Upstream}
-	}
-	return u.Resolve(qname, qtype)
-}
-
-var nxdomain = Answer{Rcode: NXDomain}

@@ -1,10 +1,10 @@
-package audit
+package model
 
 import (
 	"fmt"
 	"strings"
 
-	"github.com/nsguard/nsguard/audit/model"
+	"github.com/nsguard/nsguard/audit"
 	"github.com/nsguard/nsguard/clusterdns"
 )
 
@@ -18,15 +18,15 @@ type ExplainOptions struct {
 	// mode log, which changes no answer.
 	Refuse string
 	// Upstream answers the names outside the cluster zone; nil when they are not known.
-	Upstream model.UpstreamResolver
+	Upstream UpstreamResolver
 }
 
 // Candidate is one name the resolver sends, how cluster DNS reads it and what it answers.
 type Candidate struct {
-	Name    string       `json:"name"`
-	ReadAs  string       `json:"readAs"`
-	CoreDNS model.Answer `json:"coredns"`
-	KubeDNS model.Answer `json:"kubeDNS"`
+	Name    string            `json:"name"`
+	ReadAs  string            `json:"readAs"`
+	CoreDNS clusterdns.Answer `json:"coredns"`
+	KubeDNS clusterdns.Answer `json:"kubeDNS"`
 }
 
 // Outcome is where a lookup ends with one cluster DNS. Index is a 0-based candidate
@@ -95,7 +95,7 @@ type Explanation struct {
 
 // Explain lists the search candidates a pod in namespace from sends for name, and what
 // CoreDNS and kube-dns answer to each.
-func Explain(c *model.Cluster, name, from string, o ExplainOptions) Explanation {
+func Explain(c *Cluster, name, from string, o ExplainOptions) Explanation {
 	zone := strings.ToLower(strings.TrimSuffix(o.Zone, "."))
 	if zone == "" {
 		zone = "cluster.local"
@@ -116,24 +116,24 @@ func Explain(c *model.Cluster, name, from string, o ExplainOptions) Explanation 
 	for _, cand := range Candidates(name, search, ndots) {
 		e.Candidates = append(e.Candidates, Candidate{
 			Name: cand, ReadAs: readAs(cand, zone),
-			CoreDNS: refused(cand, zone, o.Refuse, c.CoreDNS(cand, model.TypeA, zone, o.Upstream)),
-			KubeDNS: refused(cand, zone, o.Refuse, c.KubeDNS(cand, model.TypeA, zone, o.Upstream)),
+			CoreDNS: refused(cand, zone, o.Refuse, c.CoreDNS(cand, clusterdns.TypeA, zone, o.Upstream)),
+			KubeDNS: refused(cand, zone, o.Refuse, c.KubeDNS(cand, clusterdns.TypeA, zone, o.Upstream)),
 		})
 	}
 	e.Meant, e.MeantName = meant(c, name, from, zone)
-	e.CoreDNS = outcome(e, func(c Candidate) model.Answer { return c.CoreDNS })
-	e.KubeDNS = outcome(e, func(c Candidate) model.Answer { return c.KubeDNS })
+	e.CoreDNS = outcome(e, func(c Candidate) clusterdns.Answer { return c.CoreDNS })
+	e.KubeDNS = outcome(e, func(c Candidate) clusterdns.Answer { return c.KubeDNS })
 	return e
 }
 
 // refused is the answer a client gets for qname from nsguard answering rcode in mode refuse
 // in front of cluster DNS's answer a: the rcode for a namespace apex's NOERROR (NODATA or
 // records), a itself for everything else, as nsguard holds nothing else.
-func refused(qname, zone, rcode string, a model.Answer) model.Answer {
-	if rcode == "" || a.Rcode != model.NoError || clusterdns.Classify(qname, []string{clusterdns.FQDN(zone)}).Shape != clusterdns.NamespaceApex {
+func refused(qname, zone, rcode string, a clusterdns.Answer) clusterdns.Answer {
+	if rcode == "" || a.Rcode != clusterdns.NoError || clusterdns.Classify(qname, []string{clusterdns.FQDN(zone)}).Shape != clusterdns.NamespaceApex {
 		return a
 	}
-	return model.Answer{Rcode: rcode, Note: "nsguard refuses " + a.String()}
+	return clusterdns.Answer{Rcode: rcode, Note: "nsguard refuses " + a.String()}
 }
 
 // Candidates returns the names a stub resolver sends for name, in order: a name with a
@@ -174,7 +174,7 @@ func readAs(qname, zone string) string {
 // meant guesses what a person typing name in namespace from wanted: x is Service x, a.b
 // and a.b.svc are Service a in namespace b, and a name in the zone is itself. Anything
 // else is a host outside the cluster.
-func meant(c *model.Cluster, name, from, zone string) (string, string) {
+func meant(c *Cluster, name, from, zone string) (string, string) {
 	name = strings.ToLower(name)
 	zones := []string{clusterdns.FQDN(zone)}
 	if strings.HasSuffix(name, ".") {
@@ -195,7 +195,7 @@ func meant(c *model.Cluster, name, from, zone string) (string, string) {
 		if c.Service(from, name) != nil {
 			return svc(from, name)
 		}
-		homes, aliases := homes(offline{c}, name, zone)
+		homes, aliases := audit.Homes(offline{c}, name, zone)
 		if len(homes) == 0 {
 			homes = aliases // an alias still reaches something
 		}
@@ -218,10 +218,10 @@ func meant(c *model.Cluster, name, from, zone string) (string, string) {
 	return "host " + name + " outside the cluster", ""
 }
 
-func outcome(e Explanation, answer func(Candidate) model.Answer) Outcome {
+func outcome(e Explanation, answer func(Candidate) clusterdns.Answer) Outcome {
 	o := Outcome{Winner: -1, MuslStop: -1}
 	for i, cand := range e.Candidates {
-		if a := answer(cand); a.HasRecords() || a.Rcode == model.Upstream {
+		if a := answer(cand); a.HasRecords() || a.Rcode == clusterdns.Upstream {
 			o.Winner = i
 			break
 		}
@@ -240,7 +240,7 @@ func outcome(e Explanation, answer func(Candidate) model.Answer) Outcome {
 		return o
 	case e.Candidates[o.Winner].Name == e.MeantName:
 		o.Meant = true
-	case outside && answer(e.Candidates[o.Winner]).Rcode == model.Upstream:
+	case outside && answer(e.Candidates[o.Winner]).Rcode == clusterdns.Upstream:
 		o.Meant = true
 	}
 	for i := range o.Resolvers {
@@ -249,7 +249,7 @@ func outcome(e Explanation, answer func(Candidate) model.Answer) Outcome {
 		}
 	}
 	w := e.Candidates[o.Winner]
-	if answer(w).Rcode == model.Upstream {
+	if answer(w).Rcode == clusterdns.Upstream {
 		o.Verdict = fmt.Sprintf("candidate %d (%s) goes upstream", o.Winner+1, w.Name)
 	} else {
 		o.Verdict = fmt.Sprintf("candidate %d (%s, %s) answers %s", o.Winner+1, w.Name, w.ReadAs, answer(w))
@@ -273,7 +273,7 @@ func outcome(e Explanation, answer func(Candidate) model.Answer) Outcome {
 
 // stops names the resolvers whose search ends in a failure before the winner, where and why:
 // "; musl stops at candidate 2 (NODATA) and fails".
-func stops(e Explanation, o Outcome, answer func(Candidate) model.Answer) string {
+func stops(e Explanation, o Outcome, answer func(Candidate) clusterdns.Answer) string {
 	var out string
 	for i, cand := range e.Candidates {
 		if i >= o.Winner {
@@ -300,9 +300,9 @@ func stops(e Explanation, o Outcome, answer func(Candidate) model.Answer) string
 }
 
 // lookup is where resolver's search ends on e's candidates, each answering answer(c).
-func lookup(resolver string, e Explanation, answer func(Candidate) model.Answer) ResolverOutcome {
+func lookup(resolver string, e Explanation, answer func(Candidate) clusterdns.Answer) ResolverOutcome {
 	names := make([]string, len(e.Candidates))
-	answers := make([]model.Answer, len(e.Candidates))
+	answers := make([]clusterdns.Answer, len(e.Candidates))
 	for i, c := range e.Candidates {
 		names[i], answers[i] = c.Name, answer(c)
 	}
@@ -321,19 +321,19 @@ func lookup(resolver string, e Explanation, answer func(Candidate) model.Answer)
 //     it fails without going on. c-ares takes them alike, and with none reads the answer
 //     as NODATA and goes on;
 //   - a name that goes upstream ends the search with what the upstream says.
-func Walk(resolver string, names []string, answers []model.Answer) ResolverOutcome {
+func Walk(resolver string, names []string, answers []clusterdns.Answer) ResolverOutcome {
 	return walk(resolver, names, answers, 0)
 }
 
-func walk(resolver string, names []string, answers []model.Answer, from int) ResolverOutcome {
+func walk(resolver string, names []string, answers []clusterdns.Answer, from int) ResolverOutcome {
 	for i := from; i < len(names); i++ {
 		a := answers[i]
 		switch {
-		case a.Rcode == model.Upstream:
+		case a.Rcode == clusterdns.Upstream:
 			return ResolverOutcome{Resolver: resolver, Candidate: i}
-		case a.Rcode == model.NXDomain:
+		case a.Rcode == clusterdns.NXDomain:
 			continue
-		case a.Rcode != model.NoError:
+		case a.Rcode != clusterdns.NoError:
 			if resolver == Go || resolver == Glibc && a.Rcode == ServFail {
 				continue
 			}
@@ -380,13 +380,13 @@ func walk(resolver string, names []string, answers []model.Answer, from int) Res
 // inOrder are the addresses glibc or c-ares take from records in the answer's order: those
 // of the name the CNAMEs so far lead to. glibc follows a CNAME of that name; c-ares 1.18
 // follows any CNAME.
-func inOrder(name string, records []model.Record, anyCNAME bool) []string {
+func inOrder(name string, records []clusterdns.Record, anyCNAME bool) []string {
 	var out []string
 	for _, r := range records {
 		switch {
-		case r.Type == model.TypeCNAME && (anyCNAME || r.Owner == name):
+		case r.Type == clusterdns.TypeCNAME && (anyCNAME || r.Owner == name):
 			name = r.Data
-		case r.Owner == name && (r.Type == model.TypeA || r.Type == model.TypeAAAA):
+		case r.Owner == name && (r.Type == clusterdns.TypeA || r.Type == clusterdns.TypeAAAA):
 			out = append(out, r.Data)
 		}
 	}
@@ -394,10 +394,10 @@ func inOrder(name string, records []model.Record, anyCNAME bool) []string {
 }
 
 // ownedBy are the addresses of name among records.
-func ownedBy(name string, records []model.Record) []string {
+func ownedBy(name string, records []clusterdns.Record) []string {
 	var out []string
 	for _, r := range records {
-		if r.Owner == name && (r.Type == model.TypeA || r.Type == model.TypeAAAA) {
+		if r.Owner == name && (r.Type == clusterdns.TypeA || r.Type == clusterdns.TypeAAAA) {
 			out = append(out, r.Data)
 		}
 	}
@@ -405,11 +405,11 @@ func ownedBy(name string, records []model.Record) []string {
 }
 
 // cnameTarget follows the CNAME records from name to the end of the chain.
-func cnameTarget(name string, records []model.Record) string {
+func cnameTarget(name string, records []clusterdns.Record) string {
 	for range records {
 		next := ""
 		for _, r := range records {
-			if r.Type == model.TypeCNAME && r.Owner == name {
+			if r.Type == clusterdns.TypeCNAME && r.Owner == name {
 				next = r.Data
 			}
 		}

@@ -1,16 +1,18 @@
-package audit
+package model
 
 import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/nsguard/nsguard/audit"
 )
 
 // FuzzLoad loads any manifest stream and audits and explains what it read: neither may fail
 // on it, and a load error must name the stream.
 func FuzzLoad(f *testing.F) {
-	for _, name := range []string{"testdata/incident.yaml", "testdata/shadow-list.yaml", "testdata/broad/reserved.json",
-		"testdata/broad/aliases.yaml", "testdata/bad/bad.yaml"} {
+	for _, name := range []string{"../testdata/incident.yaml", "../testdata/shadow-list.yaml", "../testdata/broad/reserved.json",
+		"../testdata/broad/aliases.yaml", "../testdata/bad/bad.yaml"} {
 		b, err := os.ReadFile(name)
 		if err != nil {
 			f.Fatal(err)
@@ -28,7 +30,7 @@ func FuzzLoad(f *testing.F) {
 			}
 			return
 		}
-		Audit(c, "cluster.local")
+		audit.Audit(c.Names(), "cluster.local")
 		Explain(c, "my-app", "default", ExplainOptions{})
 	})
 }
