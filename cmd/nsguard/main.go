@@ -34,7 +34,8 @@ For audit and explain, cluster state comes from -f (files, directories, or - for
 stdin; YAML or JSON, multi-document, List kinds, kubectl get -o yaml|json) or, without
 -f, from the live cluster of the current kubeconfig context (only list calls).
 offenders reads CoreDNS logs from files (-f or arguments) or stdin, such as
-kubectl -n kube-system logs -l k8s-app=kube-dns --prefix --timestamps.
+kubectl -n kube-system logs -l k8s-app=kube-dns --tail=-1 --prefix --timestamps
+(with -l, kubectl prints only the last 10 lines of each Pod unless --tail=-1).
 
 Flags read like kubectl's: -n/--namespace, -o/--output, -f/--filename, and for the
 live cluster kubectl's own (--kubeconfig, --context, --cluster, --user, --as, --token,

@@ -10,7 +10,7 @@ import (
 const offendersSynopsis = `nsguard offenders [-f FILE]... [FILE]... [-n NAMESPACE] [-o table|json|github]
 
 Reads CoreDNS logs (files, or standard input when none or -), such as the output of
-  kubectl -n kube-system logs -l k8s-app=kube-dns --prefix --timestamps --since=24h
+  kubectl -n kube-system logs -l k8s-app=kube-dns --tail=-1 --prefix --timestamps --since=24h
 and prints one row per client and typed name that nsguard logged: what answered, how
 often, when, what nsguard did and what to change, most answers first; with -n, only
 the rows of pods in NAMESPACE (the summary still counts every line). Other lines are
