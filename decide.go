@@ -11,15 +11,15 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/nsguard/nsguard/clusterdns"
+	"github.com/nsguard/nsguard/events"
 )
 
 // kind is why nsguard holds an answer.
 type kind uint8
 
 const (
-	apexKind    kind = iota // it came through a namespace apex
-	shadowKind              // an endpoint name answered in place of a Service
-	findingKind             // not an answer: a live finding, for its Event
+	apexKind   kind = iota // it came through a namespace apex
+	shadowKind             // an endpoint name answered in place of a Service
 )
 
 // decision is what nsguard does with one held answer: made once, then acted on once.
@@ -62,11 +62,16 @@ func (g *NSGuard) answer(ctx context.Context, w dns.ResponseWriter, r *dns.Msg, 
 	return rcode, err
 }
 
-// offer hands d to the Events worker.
+// offer hands d to the Events worker, as values.
 //
 //go:noinline
 func (g *NSGuard) offer(cc *clientCounters, r *dns.Msg, d *decision) {
-	g.events.offer(cc.server, r, *d)
+	k := events.Apex
+	if d.kind == shadowKind {
+		k = events.Shadow
+	}
+	g.events.Offer(events.Offer{Server: cc.server, Pod: d.pod, Kind: k, Name: d.name, QName: r.Question[0].Name,
+		QType: r.Question[0].Qtype, Records: d.answer == answerRecords, Refused: d.action == actionRefused})
 }
 
 // decide reads who asked and what came back into d, a decision with only its name, and

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/nsguard/nsguard/clusterdns"
+	"github.com/nsguard/nsguard/events"
 	"github.com/nsguard/nsguard/internal/fixture"
 )
 
@@ -27,13 +28,22 @@ func withEvents(t *testing.T, mode Mode, interval time.Duration) (*NSGuard, *fak
 	v, cs := startView(t, true, fixture.Incident()...)
 	g := New(testConfig([]string{"cluster.local."}, mode, dns.RcodeNameError))
 	g.view = v
-	g.events = newEventer(v, cs, interval, g.apexFix)
+	g.events = events.New(events.Config{Client: cs, View: v, Interval: interval, Advise: g.adviseEvent, Dropped: dropEvent})
 	g.podEvents = true
-	if err := g.events.start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { g.events.stop() })
+	g.events.Start()
+	t.Cleanup(g.events.Stop)
 	return g, cs
+}
+
+// created counts the Events the fake API server was asked to create.
+func created(cs *fake.Clientset) int {
+	n := 0
+	for _, a := range cs.Actions() {
+		if a.Matches("create", "events") {
+			n++
+		}
+	}
+	return n
 }
 
 func ask(g *NSGuard, upstream, client, qname string) *dns.Msg {
@@ -77,7 +87,7 @@ func TestEventOnClientPod(t *testing.T) {
 	if !ok {
 		t.Fatalf("no Event for my-app: %v", byAction)
 	}
-	if e.Type != corev1.EventTypeWarning || e.Reason != reasonApex || e.Regarding.Kind != "Pod" || e.Regarding.Name != "client" ||
+	if e.Type != corev1.EventTypeWarning || e.Reason != "DNSNameThroughNamespace" || e.Regarding.Kind != "Pod" || e.Regarding.Name != "client" ||
 		e.Regarding.Namespace != "new-namespace-1" || e.Regarding.UID != "uid-client" || e.ReportingController != pluginName {
 		t.Errorf("Event %+v", e)
 	}
@@ -99,18 +109,20 @@ func TestEventQueueFull(t *testing.T) {
 	g := New(testConfig([]string{"cluster.local."}, ModeLog, dns.RcodeNameError))
 	v, _ := startView(t, true, fixture.Incident()...)
 	g.view = v
-	g.events = newEventer(v, cs, time.Hour, g.apexFix) // not started: nothing takes from the queue
+	g.events = events.New(events.Config{Client: cs, View: v, Interval: time.Hour, Advise: g.adviseEvent, Dropped: dropEvent}) // not started: nothing takes from the queue
 	g.podEvents = true
 	d := decision{kind: apexKind, name: clusterdns.Name{Shape: clusterdns.NamespaceApex, Zone: "cluster.local.", Namespace: "my-app"}, pod: "new-namespace-1/client", action: actionLogged}
 	r := query("my-app.svc.cluster.local.", dns.TypeA, noEDNS)
-	drops := testutil.ToFloat64(eventsDropped.WithLabelValues("", dropQueueFull))
-	for range eventQueue {
-		g.events.offer("", r, d)
+	cc := g.counters.forClient(context.Background(), "cluster.local.", "new-namespace-1")
+	drops := testutil.ToFloat64(eventsDropped.WithLabelValues("", events.DropQueueFull))
+	const queueLen = 64
+	for range queueLen {
+		g.offer(cc, r, &d)
 	}
-	if n := testing.AllocsPerRun(100, func() { g.events.offer("", r, d) }); n != 0 {
+	if n := testing.AllocsPerRun(100, func() { g.offer(cc, r, &d) }); n != 0 {
 		t.Errorf("offer allocates %v times", n)
 	}
-	if got := testutil.ToFloat64(eventsDropped.WithLabelValues("", dropQueueFull)) - drops; got != 101 {
+	if got := testutil.ToFloat64(eventsDropped.WithLabelValues("", events.DropQueueFull)) - drops; got != 101 {
 		t.Errorf("%v drops counted, want the 101 past the queue", got)
 	}
 	// The held path costs the same with Events on.
@@ -130,11 +142,13 @@ func TestEventQueueFull(t *testing.T) {
 func TestEventAPIServerAway(t *testing.T) {
 	g, cs := withEvents(t, ModeLog, time.Hour)
 	g.view.(*forcedView).stale.Store(true)
-	drops := testutil.ToFloat64(eventsDropped.WithLabelValues("", dropUnreachable))
+	drops := testutil.ToFloat64(eventsDropped.WithLabelValues("", events.DropUnreachable))
 	if m := ask(g, "kubernetes", "10.244.1.5", "my-app.svc.cluster.local."); m.Rcode != dns.RcodeSuccess {
 		t.Errorf("the answer changed: %v", m)
 	}
-	fixture.Eventually(t, func() bool { return testutil.ToFloat64(eventsDropped.WithLabelValues("", dropUnreachable))-drops == 1 })
+	fixture.Eventually(t, func() bool {
+		return testutil.ToFloat64(eventsDropped.WithLabelValues("", events.DropUnreachable))-drops == 1
+	})
 	if list, _ := cs.EventsV1().Events("new-namespace-1").List(context.Background(), metav1.ListOptions{}); len(list.Items) != 0 {
 		t.Errorf("Events sent while the API server was away: %v", list.Items)
 	}
@@ -163,5 +177,17 @@ func TestClientNamespaceLabel(t *testing.T) {
 	}
 	if a := testing.AllocsPerRun(100, func() { n.value("dns://:53", "ns-7") }); a != 0 {
 		t.Errorf("a label seen before allocates %v times", a)
+	}
+}
+
+// namespace_events alone starts the Events worker, for Namespaces only: an answer through a
+// namespace apex puts no Event on the client Pod.
+func TestNamespaceEventsAloneLeavePodsAlone(t *testing.T) {
+	g, cs := withEvents(t, ModeLog, time.Hour)
+	g.podEvents = false // as start-up sets it for namespace_events without events
+	ask(g, "kubernetes", "10.244.1.5", "my-app.svc.cluster.local.")
+	time.Sleep(200 * time.Millisecond)
+	if n := created(cs); n != 0 {
+		t.Errorf("%d Events on Pods, want none", n)
 	}
 }

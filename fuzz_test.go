@@ -11,6 +11,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/nsguard/nsguard/clusterdns"
+	"github.com/nsguard/nsguard/events"
 	"github.com/nsguard/nsguard/internal/fixture"
 )
 
@@ -80,12 +81,10 @@ func FuzzServeDNSWithView(f *testing.F) {
 		}
 		g := New(cfg)
 		g.view = v
-		g.events = newEventer(v, cs, time.Minute, g.apexFix)
+		g.events = events.New(events.Config{Client: cs, View: v, Interval: time.Minute, Advise: g.adviseEvent, Dropped: dropEvent})
 		g.podEvents = true
-		if err := g.events.start(); err != nil {
-			f.Fatal(err)
-		}
-		f.Cleanup(func() { g.events.stop() })
+		g.events.Start()
+		f.Cleanup(g.events.Stop)
 		guards = append(guards, g)
 	}
 	f.Fuzz(func(t *testing.T, data []byte, from uint8) {

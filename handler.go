@@ -11,6 +11,7 @@ import (
 	ot "github.com/opentracing/opentracing-go"
 
 	"github.com/nsguard/nsguard/clusterdns"
+	"github.com/nsguard/nsguard/events"
 )
 
 // NSGuard catches answers that cluster DNS gives through a namespace apex
@@ -31,11 +32,12 @@ type NSGuard struct {
 	allowClients    map[string]struct{}
 	limiter         *logLimiter
 
-	view      clusterView // nil without a cluster view
-	events    *eventer    // nil unless Events are on
-	podEvents bool        // 'events': on client Pods; 'namespace_events' alone uses events for Namespaces only
+	view      clusterView    // nil without a cluster view
+	events    *events.Worker // nil unless Events are on
+	podEvents bool           // 'events': on client Pods; 'namespace_events' alone uses events for Namespaces only
 	counters  heldCounters
-	traced    bool // the server block may open trace spans; false once start-up finds no trace plugin
+	traced    bool   // the server block may open trace spans; false once start-up finds no trace plugin
+	block     *block // what the server block runs beside the queries; nil before start-up
 }
 
 // New returns an NSGuard for cfg, without a cluster view.
@@ -48,6 +50,7 @@ func New(cfg config) *NSGuard {
 		allowClients:    cfg.allowClients,
 		limiter:         newLogLimiter(cfg.logInterval, cfg.logLimit),
 		traced:          true,
+		counters:        heldCounters{labels: &namespaceLabels{}},
 	}
 	g.setZones(cfg.zones)
 	return g

@@ -64,8 +64,8 @@ var (
 		Help:      "Counter of Kubernetes Events not recorded, by reason: queue_full (more were waiting for the write rate than the queue holds), stopped (still waiting at a reload or stop), pod_gone (the client Pod was deleted), unreachable (the API server was out of reach), timeout (a write took too long), forbidden (401 or 403: no permission to write Events), rejected (another 4xx: the API server refused the Event) or server_error (a 5xx).",
 	}, []string{"server", "reason"})
 
-	// findings counts the findings of nsguard audit's checks that hold in the cluster now.
-	findings = promauto.NewGaugeVec(prometheus.GaugeOpts{
+	// findingsHeld counts the findings of nsguard audit's checks that hold in the cluster now.
+	findingsHeld = promauto.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: pluginName,
 		Name:      "findings",
@@ -102,15 +102,6 @@ const (
 	reasonLimit  = "limit"
 
 	skipNotSynced = "not_synced"
-
-	dropQueueFull   = "queue_full"
-	dropStopped     = "stopped"
-	dropPodGone     = "pod_gone"
-	dropUnreachable = "unreachable"
-	dropTimeout     = "timeout"
-	dropForbidden   = "forbidden"
-	dropRejected    = "rejected"
-	dropServerError = "server_error"
 
 	clientUnknown = "unknown" // no view, or an address no single live Pod holds
 	clientOther   = "other"   // past maxClientNamespaces
@@ -178,6 +169,7 @@ var (
 // make it.
 type heldCounters struct {
 	clients readMostly[clientKey, *clientCounters]
+	labels  *namespaceLabels // of the server block: a reload hands them over
 }
 
 type clientKey struct {
@@ -229,7 +221,7 @@ func (h *heldCounters) forClient(ctx context.Context, zone, ns string) *clientCo
 	k := clientKey{ctx.Value(dnsserver.Key{}), metrics.WithView(ctx), zone, ns}
 	return h.clients.get(k, func(k clientKey) *clientCounters {
 		server := metrics.WithServer(ctx)
-		return &clientCounters{server: server, view: k.view, zone: k.zone, clientNS: clientNamespaces.value(server, k.namespace)}
+		return &clientCounters{server: server, view: k.view, zone: k.zone, clientNS: h.labels.value(server, k.namespace)}
 	})
 }
 
@@ -279,9 +271,8 @@ func actionIndex(action string) int {
 // of thousands of namespaces must not make thousands of series.
 const maxClientNamespaces = 100
 
-// clientNamespaces is the set of client_namespace values each server has given out.
-var clientNamespaces = &namespaceLabels{}
-
+// namespaceLabels is the set of client_namespace values each server of a block has given
+// out; the block keeps it across reloads, so that the same namespaces keep their series.
 type namespaceLabels struct {
 	mu   sync.Mutex
 	seen atomic.Pointer[map[nsLabel]struct{}] // copied on write; read without a lock

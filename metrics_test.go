@@ -29,7 +29,7 @@ func TestHeldCountersAtOnce(t *testing.T) {
 		{1, "", "cluster.local.", "team-1", "team-1"},
 	}
 	const goroutines, each = 8, 500
-	var h heldCounters
+	h := heldCounters{labels: &namespaceLabels{}}
 	var wg sync.WaitGroup
 	for range goroutines {
 		wg.Go(func() {

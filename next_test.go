@@ -82,7 +82,8 @@ func (traceStub) Name() string { return "trace" }
 // TestStartFindsTrace: only a server block with the trace plugin makes nsguard look for spans.
 func TestStartFindsTrace(t *testing.T) {
 	for _, traced := range []bool{false, true} {
-		g := New(testConfig([]string{"cluster.local."}, ModeLog, dns.RcodeNameError))
+		cfg := testConfig([]string{"cluster.local."}, ModeLog, dns.RcodeNameError)
+		g := New(cfg)
 		conf := &dnsserver.Config{Zone: "cluster.local.", Port: "53"}
 		if traced {
 			conf.Plugin = append(conf.Plugin, func(next plugin.Handler) plugin.Handler { return traceStub{next} })
@@ -91,7 +92,10 @@ func TestStartFindsTrace(t *testing.T) {
 		if _, err := dnsserver.NewServer("dns://:53", []*dnsserver.Config{conf}); err != nil {
 			t.Fatal(err)
 		}
-		if err := g.start(conf, []string{"cluster.local:53"}, false); err != nil {
+		if err := g.start(conf, []string{"cluster.local:53"}, cfg, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := g.stop(); err != nil {
 			t.Fatal(err)
 		}
 		if g.traced != traced {

@@ -8,6 +8,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/nsguard/nsguard/clusterdns"
+	"github.com/nsguard/nsguard/events"
 	"github.com/nsguard/nsguard/logline"
 )
 
@@ -46,7 +47,7 @@ func (g *NSGuard) logLine(q dns.Question, res *dns.Msg, d *decision, held heldBa
 			e.Fix += "; 'mode refuse' sends the client on to its next search domain"
 		}
 	} else {
-		fix := shadowFix(d.name)
+		fix := d.name.ShadowFix()
 		e.Kind, e.Subject, e.Typed = logline.Shadow, fix.Typed(), fix.Typed()
 		e.Got, e.Meant, e.Fix = fix.Got(), fix.Meant(), fix.String()
 	}
@@ -56,9 +57,15 @@ func (g *NSGuard) logLine(q dns.Question, res *dns.Msg, d *decision, held heldBa
 
 // apexFix is what to change for a name that reached a namespace apex. With a view it names
 // the client's namespace and where a Service of that name lives, aliases last.
-func (g *NSGuard) apexFix(d decision) clusterdns.ApexFix {
-	f := clusterdns.ApexFix{Name: strings.ToLower(d.name.Namespace), Zone: d.name.Zone}
-	f.Client, _, _ = strings.Cut(d.pod, "/")
+func (g *NSGuard) apexFix(d decision) clusterdns.ApexFix { return g.advise(d.name, d.pod) }
+
+// adviseEvent is apexFix for the Events worker.
+func (g *NSGuard) adviseEvent(o events.Offer) clusterdns.ApexFix { return g.advise(o.Name, o.Pod) }
+
+// advise is what to change for name n, an apex, asked by client Pod pod ("" unknown).
+func (g *NSGuard) advise(n clusterdns.Name, pod string) clusterdns.ApexFix {
+	f := clusterdns.ApexFix{Name: strings.ToLower(n.Namespace), Zone: n.Zone}
+	f.Client, _, _ = strings.Cut(pod, "/")
 	if g.view == nil || !g.view.Synced() {
 		return f
 	}
@@ -69,20 +76,6 @@ func (g *NSGuard) apexFix(d decision) clusterdns.ApexFix {
 	f.Known, f.Homes = true, services[:min(len(services), maxAdvised)]
 	f.More = len(services) - len(f.Homes)
 	return f
-}
-
-// shadowFix is what to change for an endpoint name n that shadows a Service.
-func shadowFix(n clusterdns.Name) clusterdns.ShadowFix {
-	return clusterdns.ShadowFix{Endpoint: strings.ToLower(n.Endpoint), Service: strings.ToLower(n.Service),
-		Namespace: strings.ToLower(n.Namespace), Zone: n.Zone}
-}
-
-// typedName is what the client most likely typed: a namespace's name, or <endpoint>.<service>.
-func typedName(d decision) string {
-	if d.kind == shadowKind {
-		return shadowFix(d.name).Typed()
-	}
-	return strings.ToLower(d.name.Namespace)
 }
 
 // records renders at most maxLoggedRecords records on one line.

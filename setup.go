@@ -68,13 +68,17 @@ type config struct {
 // defaultEventInterval: a Pod's team hears of each name once in this long, as a series.
 const defaultEventInterval = 10 * time.Minute
 
+// kubeClientFor builds the client of a block's view and Events (config.kubernetesClient);
+// tests give a fake clientset instead.
+var kubeClientFor = config.kubernetesClient
+
 func setup(c *caddy.Controller) error {
 	cfg, err := parse(c)
 	if err != nil {
 		return plugin.Error(pluginName, err)
 	}
 	g := New(cfg)
-	client, err := cfg.kubernetesClient()
+	client, err := kubeClientFor(cfg)
 	if err != nil {
 		return plugin.Error(pluginName, err)
 	}
@@ -83,35 +87,17 @@ func setup(c *caddy.Controller) error {
 			"add 'kubeconfig PATH' or 'endpoint URL'", need))
 	}
 	conf := dnsserver.GetConfig(c)
-	c.OnStartup(func() error { return g.start(conf, c.ServerBlockKeys, client != nil) })
-	if client != nil {
-		onStart, onShut := g.initView(conf, cfg, client)
-		c.OnStartup(onStart)
-		c.OnShutdown(onShut)
-	}
+	// The zones a bare nsguard guards, the trace plugin and the kubernetes plugin's caches are
+	// known once every plugin of the block is set up. The block's view, Events and live
+	// findings start then, or are handed over from the instance before a reload.
+	keys := c.ServerBlockKeys
+	c.OnStartup(func() error { return g.start(conf, keys, cfg, client) })
+	c.OnShutdown(g.stop)
+	c.OnRestartFailed(g.restartFailed)
 	conf.AddPlugin(func(next plugin.Handler) plugin.Handler {
 		g.Next = next
 		return g
 	})
-	return nil
-}
-
-// start completes g once the server block's plugins are made: the zones a bare nsguard
-// guards, and whether a trace plugin may open spans that the next plugin's must be children of.
-func (g *NSGuard) start(conf *dnsserver.Config, keys []string, withView bool) error {
-	if g.zones == nil {
-		zones, err := clusterZones(conf.Handler("kubernetes"), keys)
-		if err != nil {
-			return plugin.Error(pluginName, err)
-		}
-		g.setZones(zones)
-	}
-	g.traced = conf.Handler("trace") != nil
-	view := "no cluster view: core checks only"
-	if withView {
-		view = "with a cluster view"
-	}
-	log.Infof("guarding %s in mode %s, %s", strings.Join(g.zones, " "), g.mode, view)
 	return nil
 }
 

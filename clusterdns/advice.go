@@ -54,6 +54,13 @@ type ShadowFix struct {
 	Zone                         string // the cluster zone, fully qualified
 }
 
+// ShadowFix is what to change for endpoint name n (<endpoint>.<service>.<namespace>.svc.<zone>)
+// that shadows a Service.
+func (n Name) ShadowFix() ShadowFix {
+	return ShadowFix{Endpoint: strings.ToLower(n.Endpoint), Service: strings.ToLower(n.Service),
+		Namespace: strings.ToLower(n.Namespace), Zone: n.Zone}
+}
+
 // Typed is what the client most likely typed.
 func (f ShadowFix) Typed() string { return f.Endpoint + "." + f.Service }
 

@@ -2,11 +2,12 @@ package clusterview
 
 import (
 	"strings"
+	"sync"
+	"sync/atomic"
+	"unsafe"
 
 	"github.com/coredns/coredns/plugin/kubernetes"
 	corev1 "k8s.io/api/core/v1"
-	"sync"
-	"unsafe"
 )
 
 // shared reads the kubernetes plugin's caches: CoreDNS watches Services, EndpointSlices
@@ -77,4 +78,47 @@ func (s shared) eachService(f func(namespace, name, externalName string, alias b
 		}
 		f(svc.Namespace, svc.Name, target, alias)
 	}
+}
+
+// pluginCaches are the kubernetes plugin's caches across Corefile reloads: a reload starts a
+// new plugin, whose caches list everything again, and the view reads the last caches that
+// synced until the new ones have (View.Follow).
+type pluginCaches struct {
+	cur atomic.Pointer[shared]
+	mu  sync.Mutex
+	gen uint64 // of the caches asked for last
+}
+
+func newPluginCaches(c Controller) *pluginCaches {
+	p := &pluginCaches{}
+	p.cur.Store(&shared{c})
+	return p
+}
+
+// want records that c is to be read once synced, and returns its turn.
+func (p *pluginCaches) want(Controller) uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.gen++
+	return p.gen
+}
+
+// use reads c from now on, unless caches were asked for after it.
+func (p *pluginCaches) use(gen uint64, c Controller) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if gen == p.gen {
+		p.cur.Store(&shared{c})
+	}
+}
+
+func (p *pluginCaches) hasSynced() bool                  { return p.cur.Load().hasSynced() }
+func (p *pluginCaches) shadowed(ns, svc, ep string) bool { return p.cur.Load().shadowed(ns, svc, ep) }
+func (p *pluginCaches) each(name string, f func(namespace, externalName string)) {
+	p.cur.Load().each(name, f)
+}
+func (p *pluginCaches) hasNamespace(name string) bool { return p.cur.Load().hasNamespace(name) }
+func (p *pluginCaches) modified() int64               { return p.cur.Load().modified() }
+func (p *pluginCaches) eachService(f func(namespace, name, externalName string, alias bool)) {
+	p.cur.Load().eachService(f)
 }

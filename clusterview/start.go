@@ -41,8 +41,10 @@ type Config struct {
 
 // Run is what a started view has running.
 type Run struct {
+	ctx     context.Context
 	cancel  context.CancelFunc
 	factory informers.SharedInformerFactory // nil when the kubernetes plugin's caches are read
+	plugin  *pluginCaches                   // the kubernetes plugin's caches; nil with informers of its own
 	wg      sync.WaitGroup
 }
 
@@ -56,9 +58,11 @@ func (v *View) Start(ctl Controller) *Run {
 	if v.cfg.Logger != nil {
 		ctx = klog.NewContext(ctx, *v.cfg.Logger)
 	}
-	r := &Run{cancel: cancel}
+	r := &Run{ctx: ctx, cancel: cancel}
+	v.run = r
 	if ctl != nil {
-		v.services = shared{ctl}
+		r.plugin = newPluginCaches(ctl)
+		v.services = r.plugin
 	} else {
 		v.relistHold = 0 // the relists are the view's own, and hold nothing back
 		o := newOwned()
@@ -96,6 +100,27 @@ func (v *View) Start(ctl Controller) *Run {
 		log.Warningf("cluster view not synced after %s; serving with core checks only until it is", SyncWait)
 	}
 	return r
+}
+
+// Follow makes a started view read ctl, the caches of the kubernetes plugin that a Corefile
+// reload started, from the moment they have synced: until then it reads the caches it read,
+// which the old plugin stops updating when the reload is done. Its Pods, their watch and its
+// synced state carry on, so a reload lists nothing again and changes no decision. It reports
+// false when the view cannot follow ctl: it reads informers of its own, or ctl is nil.
+func (v *View) Follow(ctl Controller) bool {
+	r := v.run
+	if r == nil || r.plugin == nil || ctl == nil {
+		return false
+	}
+	gen := r.plugin.want(ctl)
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		if poll(r.ctx, ctl.HasSynced, nil) {
+			r.plugin.use(gen, ctl)
+		}
+	}()
+	return true
 }
 
 // Stop ends every goroutine of the view; a Corefile reload must not leak them.

@@ -43,6 +43,7 @@ type View struct {
 	probeEvery time.Duration
 	relistHold time.Duration // how long the kubernetes plugin's relists are given; 0 without it
 	collect    func()        // FreshHeapGoal, but for tests
+	run        *Run          // set by Start
 }
 
 // services is where Services, endpoints and Namespaces come from: the kubernetes plugin's
@@ -131,6 +132,22 @@ func (v *View) Homes(name string, inZone func(target string) bool) (services, al
 // HasNamespace reports whether namespace name exists.
 func (v *View) HasNamespace(name string) bool {
 	return v.services != nil && v.services.hasNamespace(strings.ToLower(name))
+}
+
+// EachService calls f with every Service: its namespace, name and, for an ExternalName
+// Service (alias), its target. It is for the live findings, beside the query path.
+func (v *View) EachService(f func(namespace, name, externalName string, alias bool)) {
+	if v.services != nil {
+		v.services.eachService(f)
+	}
+}
+
+// ServicesModified changes when a Service may have changed; it counts seconds.
+func (v *View) ServicesModified() int64 {
+	if v.services == nil {
+		return 0
+	}
+	return v.services.modified()
 }
 
 // Controller is what the view reads of the kubernetes plugin's caches: the methods of its

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nsguard/nsguard/test/e2e/scale"
 )
@@ -35,6 +36,12 @@ func TestMemoryAtScale(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := scale.Env{CP: cp, Client: cs, CoreDNS: env.coredns, Dir: dir, IP: "127.53.40.1", AuditLog: audit, Logf: t.Logf}
+	t.Run("memory", func(t *testing.T) { memoryAtScale(t, e) })
+	t.Run("reload", func(t *testing.T) { reloadAtScale(t, e) })
+}
+
+func memoryAtScale(t *testing.T, e scale.Env) {
+	ctx := t.Context()
 	var results []scale.Result
 	for _, cfg := range []scale.Config{scale.KubernetesAlone, scale.NSGuard} {
 		r, err := scale.Measure(ctx, e, cfg)
@@ -56,5 +63,29 @@ func TestMemoryAtScale(t *testing.T) {
 		if !strings.HasSuffix(k.Resource, "pods") {
 			t.Errorf("nsguard watches %s itself; it must read the kubernetes plugin's caches", k.Resource)
 		}
+	}
+}
+
+// reloadAtScale: a Corefile reload changes no decision. A kube-system Pod under 'allow client
+// kube-system' in mode refuse, asking without pause across a reload, is never refused; every
+// line of the other client names its Pod; and nsguard lists no Pods again.
+func reloadAtScale(t *testing.T, e scale.Env) {
+	r, err := scale.Reload(t.Context(), e, 15*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s", r)
+	if r.Refused != 0 || r.Failed != 0 || r.Asked < 100 {
+		t.Errorf("the allowed client got %d refusals and %d unanswered questions in %d across the reload; want none in at least 100", r.Refused, r.Failed, r.Asked)
+	}
+	if len(r.LinesNoPod) != 0 || len(r.AllowedLines) != 0 {
+		t.Errorf("%d lines name no Pod, %d are about the allowed client:\n%s", len(r.LinesNoPod), len(r.AllowedLines),
+			strings.Join(append(r.LinesNoPod, r.AllowedLines...), "\n"))
+	}
+	if r.Lines == 0 {
+		t.Error("no line after the reload: the refused client's answers were not logged")
+	}
+	if n := r.PodLists.Of("coredns-nsguard").Total(); n != 0 {
+		t.Errorf("nsguard listed Pods %d times after the reload (%v); the reload must hand its Pods over", n, r.PodLists)
 	}
 }

@@ -1,10 +1,10 @@
-package nsguard
+package events
 
 import (
 	"context"
 	"errors"
-	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"net"
+	"os"
 	"runtime"
 	"strconv"
 	"strings"
@@ -13,12 +13,14 @@ import (
 	"testing"
 	"time"
 
+	clog "github.com/coredns/coredns/plugin/pkg/log"
+
 	"github.com/miekg/dns"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -45,36 +47,53 @@ func (v *fakeEventView) PodUID(pod string) (string, bool) {
 	return "uid-" + pod, !v.gone
 }
 
-// testEventer is an eventer over cs that writes as fast as it is given, unless the test
-// sets its limit before starting it.
-func testEventer(t *testing.T, cs *fake.Clientset, v eventView, interval time.Duration) *eventer {
-	t.Helper()
-	e := newEventer(v, cs, interval, func(d decision) clusterdns.ApexFix {
-		return clusterdns.ApexFix{Name: d.name.Namespace, Zone: d.name.Zone}
-	})
-	e.limit = flowcontrol.NewFakeAlwaysRateLimiter()
-	t.Cleanup(func() { e.stop() })
-	return e
+func TestMain(m *testing.M) {
+	clog.Discard()
+	os.Exit(m.Run())
 }
 
-// apexDecision is client Pod pod asking for the apex of namespace ns.
-func apexDecision(pod, ns string) decision {
-	return decision{kind: apexKind, name: clusterdns.Name{Shape: clusterdns.NamespaceApex, Zone: "cluster.local.", Namespace: ns},
-		pod: pod, action: actionLogged, answer: answerNoData}
-}
+// dropped counts what a worker drops, by server and reason.
+var dropped = struct {
+	sync.Mutex
+	n map[[2]string]float64
+}{n: map[[2]string]float64{}}
 
-func shadowDecision(pod, endpoint, service, ns string) decision {
-	return decision{kind: shadowKind, name: clusterdns.Name{Shape: clusterdns.EndpointName, Zone: "cluster.local.",
-		Endpoint: endpoint, Service: service, Namespace: ns}, pod: pod, action: actionLogged, answer: answerRecords}
-}
-
-func offerApex(e *eventer, server, pod, ns string) {
-	e.offer(server, query(ns+".svc.cluster.local.", dns.TypeA, noEDNS), apexDecision(pod, ns))
+func countDrop(server, reason string) {
+	dropped.Lock()
+	defer dropped.Unlock()
+	dropped.n[[2]string{server, reason}]++
 }
 
 func drops(server, reason string) float64 {
-	return testutil.ToFloat64(eventsDropped.WithLabelValues(server, reason))
+	dropped.Lock()
+	defer dropped.Unlock()
+	return dropped.n[[2]string{server, reason}]
 }
+
+// testWorker is a worker over cs that writes as fast as it is given, unless the test sets
+// its limit before starting it.
+func testWorker(t *testing.T, cs *fake.Clientset, v View, interval time.Duration) *Worker {
+	t.Helper()
+	w := New(Config{Client: cs, View: v, Interval: interval, Dropped: countDrop,
+		Advise: func(o Offer) clusterdns.ApexFix { return clusterdns.ApexFix{Name: o.Name.Namespace, Zone: o.Name.Zone} }})
+	w.limit = flowcontrol.NewFakeAlwaysRateLimiter()
+	t.Cleanup(w.Stop)
+	return w
+}
+
+// apexOffer is client Pod pod asking for the apex of namespace ns.
+func apexOffer(server, pod, ns string) Offer {
+	return Offer{Server: server, Kind: Apex, Name: clusterdns.Name{Shape: clusterdns.NamespaceApex, Zone: "cluster.local.", Namespace: ns},
+		Pod: pod, QName: ns + ".svc.cluster.local.", QType: dns.TypeA}
+}
+
+func shadowOffer(server, pod, endpoint, service, ns string) Offer {
+	return Offer{Server: server, Kind: Shadow, Name: clusterdns.Name{Shape: clusterdns.EndpointName, Zone: "cluster.local.",
+		Endpoint: endpoint, Service: service, Namespace: ns}, Pod: pod, Records: true,
+		QName: endpoint + "." + service + "." + ns + ".svc.cluster.local.", QType: dns.TypeA}
+}
+
+func offerApex(w *Worker, server, pod, ns string) { w.Offer(apexOffer(server, pod, ns)) }
 
 // created counts the Events the fake API server was asked to create.
 func created(cs *fake.Clientset) int {
@@ -97,22 +116,22 @@ func TestEventDropReasons(t *testing.T) {
 		gone   bool
 		reason string
 	}{
-		{name: "forbidden", err: apierrors.NewForbidden(events, "", errors.New("RBAC: access denied")), reason: dropForbidden},
-		{name: "unauthorized", err: apierrors.NewUnauthorized("token expired"), reason: dropForbidden},
+		{name: "forbidden", err: apierrors.NewForbidden(events, "", errors.New("RBAC: access denied")), reason: DropForbidden},
+		{name: "unauthorized", err: apierrors.NewUnauthorized("token expired"), reason: DropForbidden},
 		{name: "invalid", err: apierrors.NewInvalid(schema.GroupKind{Group: "events.k8s.io", Kind: "Event"}, "x",
-			field.ErrorList{field.TooLong(field.NewPath("action"), "", maxAction)}), reason: dropRejected},
-		{name: "bad request", err: apierrors.NewBadRequest("no"), reason: dropRejected},
-		{name: "namespace terminating", err: terminating(), reason: dropRejected},
-		{name: "conflict", err: apierrors.NewConflict(events, "x", errors.New("exists")), reason: dropRejected},
-		{name: "too many requests", err: apierrors.NewTooManyRequests("slow down", 1), reason: dropRejected},
-		{name: "timeout", err: apierrors.NewTimeoutError("slow", 1), reason: dropTimeout},
-		{name: "server timeout", err: apierrors.NewServerTimeout(events, "create", 1), reason: dropTimeout},
-		{name: "deadline", err: context.DeadlineExceeded, reason: dropTimeout},
-		{name: "internal", err: apierrors.NewInternalError(errors.New("etcd")), reason: dropServerError},
-		{name: "unavailable", err: apierrors.NewServiceUnavailable("starting"), reason: dropServerError},
-		{name: "refused", err: &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}, reason: dropUnreachable},
-		{name: "view stale", stale: true, reason: dropUnreachable},
-		{name: "pod gone", gone: true, reason: dropPodGone},
+			field.ErrorList{field.TooLong(field.NewPath("action"), "", maxAction)}), reason: DropRejected},
+		{name: "bad request", err: apierrors.NewBadRequest("no"), reason: DropRejected},
+		{name: "namespace terminating", err: terminating(), reason: DropRejected},
+		{name: "conflict", err: apierrors.NewConflict(events, "x", errors.New("exists")), reason: DropRejected},
+		{name: "too many requests", err: apierrors.NewTooManyRequests("slow down", 1), reason: DropRejected},
+		{name: "timeout", err: apierrors.NewTimeoutError("slow", 1), reason: DropTimeout},
+		{name: "server timeout", err: apierrors.NewServerTimeout(events, "create", 1), reason: DropTimeout},
+		{name: "deadline", err: context.DeadlineExceeded, reason: DropTimeout},
+		{name: "internal", err: apierrors.NewInternalError(errors.New("etcd")), reason: DropServerError},
+		{name: "unavailable", err: apierrors.NewServiceUnavailable("starting"), reason: DropServerError},
+		{name: "refused", err: &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}, reason: DropUnreachable},
+		{name: "view stale", stale: true, reason: DropUnreachable},
+		{name: "pod gone", gone: true, reason: DropPodGone},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -120,15 +139,13 @@ func TestEventDropReasons(t *testing.T) {
 			if tc.err != nil {
 				cs.PrependReactor("create", "events", func(k8stesting.Action) (bool, k8sruntime.Object, error) { return true, nil, tc.err })
 			}
-			e := testEventer(t, cs, &fakeEventView{stale: tc.stale, gone: tc.gone}, time.Hour)
-			if err := e.start(); err != nil {
-				t.Fatal(err)
-			}
+			e := testWorker(t, cs, &fakeEventView{stale: tc.stale, gone: tc.gone}, time.Hour)
+			e.Start()
 			server := t.Name()
 			offerApex(e, server, "team/client", "my-app")
 			fixture.Eventually(t, func() bool { return drops(server, tc.reason) == 1 })
-			e.stop()
-			for _, r := range []string{dropQueueFull, dropStopped, dropPodGone, dropUnreachable, dropTimeout, dropForbidden, dropRejected, dropServerError} {
+			e.Stop()
+			for _, r := range []string{DropQueueFull, DropStopped, DropPodGone, DropUnreachable, DropTimeout, DropForbidden, DropRejected, DropServerError} {
 				if want := map[bool]float64{true: 1}[r == tc.reason]; drops(server, r) != want {
 					t.Errorf("%s: %v drops, want %v", r, drops(server, r), want)
 				}
@@ -174,17 +191,13 @@ func TestEventFieldsWithinLimits(t *testing.T) {
 	long := strings.Repeat("p", 200) + "." + strings.Repeat("q", 52) // a Pod name of 253
 	tests := []struct {
 		name   string
-		d      decision
-		qname  string
+		o      Offer
 		action string // "" for any action within the limit
 	}{
-		{"issue's shadow", shadowDecision("new-namespace-1/client", a63, b60, "new-namespace-1"),
-			a63 + "." + b60 + ".new-namespace-1.svc.cluster.local.", ""},
-		{"longest shadow", shadowDecision("new-namespace-1/client", a63, b63, "new-namespace-1"),
-			a63 + "." + b63 + ".new-namespace-1.svc.cluster.local.", ""},
-		{"short shadow", shadowDecision("new-namespace-1/client", "primary", "db", "new-namespace-1"),
-			"primary.db.new-namespace-1.svc.cluster.local.", "Resolve primary.db"},
-		{"longest Pod name", apexDecision(b63+"/"+long, a63), a63 + ".svc.cluster.local.", "Resolve " + a63},
+		{"issue's shadow", shadowOffer("", "new-namespace-1/client", a63, b60, "new-namespace-1"), ""},
+		{"longest shadow", shadowOffer("", "new-namespace-1/client", a63, b63, "new-namespace-1"), ""},
+		{"short shadow", shadowOffer("", "new-namespace-1/client", "primary", "db", "new-namespace-1"), "Resolve primary.db"},
+		{"longest Pod name", apexOffer("", b63+"/"+long, a63), "Resolve " + a63},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -195,26 +208,25 @@ func TestEventFieldsWithinLimits(t *testing.T) {
 				}
 				return false, nil, nil
 			})
-			e := testEventer(t, cs, &fakeEventView{}, time.Hour)
-			e.instance = clip(pluginName+"-"+strings.Repeat("h", 200), maxInstance)
-			if err := e.start(); err != nil {
-				t.Fatal(err)
-			}
-			e.offer(t.Name(), query(tc.qname, dns.TypeA, noEDNS), tc.d)
-			ns, _, _ := strings.Cut(tc.d.pod, "/")
+			e := testWorker(t, cs, &fakeEventView{}, time.Hour)
+			e.instance = clip(controller+"-"+strings.Repeat("h", 200), maxInstance)
+			e.Start()
+			tc.o.Server = t.Name()
+			e.Offer(tc.o)
+			ns, _, _ := strings.Cut(tc.o.Pod, "/")
 			var list *eventsv1.EventList
 			fixture.Eventually(t, func() bool {
 				list, _ = cs.EventsV1().Events(ns).List(context.Background(), metav1.ListOptions{})
-				return len(list.Items) == 1 || drops(t.Name(), dropRejected) > 0
+				return len(list.Items) == 1 || drops(t.Name(), DropRejected) > 0
 			})
-			if drops(t.Name(), dropRejected) > 0 {
+			if drops(t.Name(), DropRejected) > 0 {
 				t.Fatalf("the Event was refused: %v", cs.Actions())
 			}
 			ev := list.Items[0]
 			if tc.action != "" && ev.Action != tc.action {
 				t.Errorf("action %q, want %q", ev.Action, tc.action)
 			}
-			if !strings.HasPrefix(ev.Action, "Resolve "+tc.d.name.Endpoint) {
+			if !strings.HasPrefix(ev.Action, "Resolve "+tc.o.Name.Endpoint) {
 				t.Errorf("action %q does not say what was typed", ev.Action)
 			}
 			t.Logf("action (%d): %s", len(ev.Action), ev.Action)
@@ -230,27 +242,25 @@ func TestEventFieldsWithinLimits(t *testing.T) {
 	}
 }
 
-// Events reach the API server at eventRate after a burst of eventBurst, whatever comes in.
+// Events reach the API server at rate after a burst of burst, whatever comes in.
 func TestEventRate(t *testing.T) {
 	cs := fake.NewClientset()
-	e := testEventer(t, cs, &fakeEventView{}, time.Hour)
-	e.limit = flowcontrol.NewTokenBucketRateLimiter(eventRate, eventBurst)
-	if err := e.start(); err != nil {
-		t.Fatal(err)
-	}
+	e := testWorker(t, cs, &fakeEventView{}, time.Hour)
+	e.limit = flowcontrol.NewTokenBucketRateLimiter(rate, burst)
+	e.Start()
 	began := time.Now()
 	const extra = 3
-	for i := range eventBurst + extra {
+	for i := range burst + extra {
 		offerApex(e, t.Name(), "team/client", "ns-"+strconv.Itoa(i))
 	}
 	time.Sleep(300 * time.Millisecond)
-	if n := created(cs); n != eventBurst {
-		t.Errorf("%d Events in the first 300ms, want the burst of %d", n, eventBurst)
+	if n := created(cs); n != burst {
+		t.Errorf("%d Events in the first 300ms, want the burst of %d", n, burst)
 	}
-	fixture.Eventually(t, func() bool { return created(cs) == eventBurst+extra })
-	want := time.Duration(extra) * time.Second / eventRate
+	fixture.Eventually(t, func() bool { return created(cs) == burst+extra })
+	want := time.Duration(extra) * time.Second / rate
 	if took := time.Since(began); took < want-100*time.Millisecond {
-		t.Errorf("%d Events past the burst took %v, want about %v at %d a second", extra, took, want, eventRate)
+		t.Errorf("%d Events past the burst took %v, want about %v at %d a second", extra, took, want, rate)
 	}
 }
 
@@ -259,16 +269,14 @@ type blocked struct{}
 
 func (blocked) Wait(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }
 
-// What waits is bounded: one Event at the worker and eventQueue in the queue, however many
+// What waits is bounded: one Event at the worker and queueLen in the queue, however many
 // come, with no goroutine of their own. Past it they are counted as queue_full, and what
 // waits at a stop or reload is counted as stopped, as is what comes after.
 func TestEventWaitingBound(t *testing.T) {
 	cs := fake.NewClientset()
-	e := testEventer(t, cs, &fakeEventView{}, time.Hour)
+	e := testWorker(t, cs, &fakeEventView{}, time.Hour)
 	e.limit = blocked{}
-	if err := e.start(); err != nil {
-		t.Fatal(err)
-	}
+	e.Start()
 	server := t.Name()
 	offerApex(e, server, "team/client", "first")
 	fixture.Eventually(t, func() bool { return len(e.queue) == 0 }) // the worker holds it
@@ -280,12 +288,12 @@ func TestEventWaitingBound(t *testing.T) {
 	if n := runtime.NumGoroutine(); n > goroutines {
 		t.Errorf("goroutines grew from %d to %d", goroutines, n)
 	}
-	if len(e.queue) != eventQueue || drops(server, dropQueueFull) != flood-eventQueue {
-		t.Errorf("%d waiting and %v queue_full, want %d and %d", len(e.queue), drops(server, dropQueueFull), eventQueue, flood-eventQueue)
+	if len(e.queue) != queueLen || drops(server, DropQueueFull) != flood-queueLen {
+		t.Errorf("%d waiting and %v queue_full, want %d and %d", len(e.queue), drops(server, DropQueueFull), queueLen, flood-queueLen)
 	}
-	e.stop()
+	e.Stop()
 	offerApex(e, server, "team/client", "late")
-	if got, want := drops(server, dropStopped), float64(1+eventQueue+1); got != want {
+	if got, want := drops(server, DropStopped), float64(1+queueLen+1); got != want {
 		t.Errorf("%v stopped, want %v: the one at the worker, the queue and the one after", got, want)
 	}
 	if created(cs) != 0 {
@@ -295,11 +303,9 @@ func TestEventWaitingBound(t *testing.T) {
 
 // Offers racing a stop are each counted once: queued and then stopped, or stopped.
 func TestEventStopRace(t *testing.T) {
-	e := testEventer(t, fake.NewClientset(), &fakeEventView{}, time.Hour)
+	e := testWorker(t, fake.NewClientset(), &fakeEventView{}, time.Hour)
 	e.limit = blocked{}
-	if err := e.start(); err != nil {
-		t.Fatal(err)
-	}
+	e.Start()
 	server := t.Name()
 	var wg sync.WaitGroup
 	const offers = 4000
@@ -311,9 +317,9 @@ func TestEventStopRace(t *testing.T) {
 		})
 	}
 	time.Sleep(time.Millisecond)
-	e.stop()
+	e.Stop()
 	wg.Wait()
-	if got := drops(server, dropStopped) + drops(server, dropQueueFull); got != offers {
+	if got := drops(server, DropStopped) + drops(server, DropQueueFull); got != offers {
 		t.Errorf("%v of %d offers counted", got, offers)
 	}
 }
@@ -322,10 +328,8 @@ func TestEventStopRace(t *testing.T) {
 // server no longer has is made again.
 func TestEventSeries(t *testing.T) {
 	cs := fake.NewClientset()
-	e := testEventer(t, cs, &fakeEventView{}, time.Millisecond)
-	if err := e.start(); err != nil {
-		t.Fatal(err)
-	}
+	e := testWorker(t, cs, &fakeEventView{}, time.Millisecond)
+	e.Start()
 	list := func() []eventsv1.Event {
 		l, _ := cs.EventsV1().Events("team").List(context.Background(), metav1.ListOptions{})
 		return l.Items
@@ -344,4 +348,33 @@ func TestEventSeries(t *testing.T) {
 	time.Sleep(5 * time.Millisecond)
 	offerApex(e, t.Name(), "team/client", "my-app")
 	fixture.Eventually(t, func() bool { l := list(); return len(l) == 1 && l[0].Series == nil })
+}
+
+// A live finding about a Namespace becomes a Warning Event on it, with the Namespace's UID
+// (it ties the Event to its object), once per check and interval, through the same
+// worker and limits as the Events on Pods.
+func TestNamespaceFindingEvent(t *testing.T) {
+	cs := fake.NewClientset(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "my-app", UID: "ns-uid-1"}})
+	e := testWorker(t, cs, &fakeEventView{}, time.Hour)
+	e.Start()
+	f := NamespaceFinding{Namespace: "my-app", Check: "namespace-captures-service", Severity: "warning",
+		Message: "namespace my-app captures the short name of Service my-app in new-namespace-2", Fix: "use my-app.new-namespace-2"}
+	e.OfferFinding(t.Name(), f)
+	e.OfferFinding(t.Name(), f) // the same finding again within the interval: no second Event
+	fixture.Eventually(t, func() bool { return created(cs) == 1 })
+	// The API server takes an Event on a cluster-scoped object only in default (or kube-system).
+	list, err := cs.EventsV1().Events(metav1.NamespaceDefault).List(context.Background(), metav1.ListOptions{})
+	if err != nil || len(list.Items) != 1 {
+		t.Fatalf("Events in default: %v, %v", list, err)
+	}
+	ev := list.Items[0]
+	if ev.Regarding.Kind != "Namespace" || ev.Regarding.Name != "my-app" || ev.Regarding.Namespace != "" || ev.Regarding.UID != "ns-uid-1" ||
+		ev.Type != corev1.EventTypeWarning || ev.Reason != "DNSNamespaceCapturesService" || ev.Action != "Audit namespace-captures-service" ||
+		!strings.HasPrefix(ev.Note, "warning: namespace my-app captures") || !strings.HasSuffix(ev.Note, "Fix: use my-app.new-namespace-2") {
+		t.Errorf("Event %+v", ev)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if n := created(cs); n != 1 {
+		t.Errorf("%d Events, want 1", n)
+	}
 }

@@ -1,4 +1,4 @@
-package clusterview
+package findings
 
 import (
 	"slices"
@@ -9,8 +9,8 @@ import (
 	"github.com/nsguard/nsguard/audit"
 )
 
-// Names is the view's index for the live findings: every Service's namespace and name,
-// the ExternalName Services' targets, and which of the names the checks look for are
+// Names is the live findings' index of the cluster view: every Service's namespace and
+// name, the ExternalName Services' targets, and which of the names the checks look for are
 // namespaces. It implements audit.Names, so the plugin runs nsguard audit's own checks on it.
 //
 // It is two sorted slices, not maps of objects: at 20,000 Services it holds well under a
@@ -25,7 +25,7 @@ import (
 // Service's name, and the reserved names), LookPerRefresh of them at a time. Nothing of it
 // runs on the query path.
 type Names struct {
-	src services
+	src Source
 
 	mu      sync.RWMutex
 	byName  []serviceName          // every Service, by name then namespace
@@ -59,16 +59,22 @@ type Changes struct {
 	Services   []audit.Ref // Services added, removed, or whose target changed, as last seen
 }
 
-// Names returns the view's index for the live findings, empty until its first Refresh. It
-// is nil before Start.
-func (v *View) Names() *Names {
-	if v.services == nil {
-		return nil
-	}
-	return newNames(v.services)
+// Source is what the live findings read of the cluster view: its Services and Namespaces,
+// as clusterview.View gives them. Names are lower case.
+type Source interface {
+	Synced() bool
+	// EachService calls f with every Service; alias is an ExternalName Service.
+	EachService(f func(namespace, name, externalName string, alias bool))
+	HasNamespace(name string) bool
+	// ServicesModified changes when a Service may have changed; it counts seconds.
+	ServicesModified() int64
 }
 
-func newNames(src services) *Names {
+// objectKey names a namespaced object.
+type objectKey struct{ namespace, name string }
+
+// NewNames returns an index of src, empty until its first Refresh.
+func NewNames(src Source) *Names {
 	return &Names{
 		src:      src,
 		targets:  map[objectKey]string{},
@@ -85,7 +91,7 @@ func newNames(src services) *Names {
 func (n *Names) Refresh() Changes {
 	var ch Changes
 	touched := map[string]struct{}{}
-	if m := n.src.modified(); !n.scanned || m != n.modified || m >= n.scanSec {
+	if m := n.src.ServicesModified(); !n.scanned || m != n.modified || m >= n.scanSec {
 		// The clock counts seconds: a change later in the second of the last scan leaves
 		// it as it was, so a scan in that second is followed by one more.
 		n.scanned, n.modified, n.scanSec = true, m, n.now().Unix()
@@ -115,7 +121,7 @@ func (n *Names) scan(ch *Changes, touched map[string]struct{}) {
 	var added []serviceName
 	var targets map[objectKey]string // made at the first alias: most clusters have few or none
 	count := 0
-	n.src.eachService(func(ns, name, target string, alias bool) {
+	n.src.EachService(func(ns, name, target string, alias bool) {
 		count++
 		k := objectKey{ns, name}
 		if alias {
@@ -192,7 +198,7 @@ func (n *Names) find(k objectKey) (int, bool) {
 // the names it must look at every time. The kubernetes plugin answers each name that is no
 // namespace with a new error (about 40 bytes): at 20,000 names, a look at all of them every
 // second made 0.8 MB of garbage a second, which fills the heap towards the goal a relist
-// leaves (see FreshHeapGoal). So the look goes round the names, this many at a time: a
+// leaves (see clusterview.FreshHeapGoal). So the look goes round the names, this many at a time: a
 // namespace made with a Service's name is found within names/LookPerRefresh refreshes.
 const LookPerRefresh = 1000
 
@@ -206,7 +212,7 @@ func (n *Names) look(touched map[string]struct{}) {
 	defer n.mu.Unlock()
 	check := func(name string) {
 		_, was := n.present[name]
-		if is := n.src.hasNamespace(name); is != was {
+		if is := n.src.HasNamespace(name); is != was {
 			touched[name] = struct{}{}
 			if is {
 				n.present[name] = struct{}{}
@@ -304,7 +310,7 @@ const source = "live"
 // The reads of audit.Names.
 
 func (n *Names) Namespace(name string) (string, bool) {
-	if n.src.hasNamespace(name) {
+	if n.src.HasNamespace(name) {
 		return source, true
 	}
 	return "", false
