@@ -1,9 +1,19 @@
 package findings
 
 import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/nsguard/nsguard/audit"
+	"github.com/nsguard/nsguard/clusterview"
 )
 
 // TestBookAcrossReload: a loop started by a reload takes the book over: its first look says
@@ -87,5 +97,45 @@ func TestLiveAllowNamespace(t *testing.T) {
 	}
 	if fs := l.unlessAllowed("my-app", []audit.Finding{{Check: audit.CheckNamespaceCapture}}); len(fs) != 1 {
 		t.Errorf("namespace my-app, not allowed, keeps %+v", fs)
+	}
+}
+
+// A namespace that reaches the view after its own Services (two informers give no order
+// between kinds) is found as soon as it is there, as one that came first.
+func TestFindingNamespaceAfterItsServices(t *testing.T) {
+	cs := fake.NewClientset()
+	v := clusterview.New(clusterview.Config{Client: cs})
+	run := v.Start(nil)
+	t.Cleanup(run.Stop)
+	var mu sync.Mutex
+	var found []string
+	l := New(v, NewBook(nil), Config{Zones: []string{"cluster.local."}, Event: func(f audit.Finding) {
+		mu.Lock()
+		defer mu.Unlock()
+		found = append(found, f.Check+" "+f.Objects[0].String())
+	}})
+	l.Start()
+	t.Cleanup(l.Stop)
+	ctx := context.Background()
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "aliases", Name: "db"},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "db.example.com"}}
+	if _, err := cs.CoreV1().Services("aliases").Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * Every) // the Service is in the index, its namespace not yet in the view
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "aliases"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	want := audit.CheckApexAnswers + " Namespace aliases"
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		mu.Lock()
+		got := slices.Clone(found)
+		mu.Unlock()
+		if slices.Contains(got, want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("namespace aliases, made after its Service, not found within 5s; found %q", strings.Join(got, ", "))
+		}
 	}
 }

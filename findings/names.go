@@ -22,8 +22,8 @@ import (
 // handlers for nsguard and only a clock of their last Service or endpoint change, and a
 // Namespace bumps nothing. So Refresh compares: the Services, only when that clock says
 // they may have changed, and the namespaces, by looking up the candidate names (every
-// Service's name, and the reserved names), LookPerRefresh of them at a time. Nothing of it
-// runs on the query path.
+// Service's name, every namespace that holds an ExternalName Service, and the reserved
+// names), LookPerRefresh of them at a time. Nothing of it runs on the query path.
 type Names struct {
 	src Source
 
@@ -33,9 +33,10 @@ type Names struct {
 	targets map[objectKey]string   // ExternalName Service → its target, as written
 	into    map[string][]objectKey // alias target → the aliases
 	present map[string]struct{}    // the candidate names that were namespaces at the last look
+	aliasNS []string               // the namespaces that hold an ExternalName Service, sorted
 
 	seen     []uint64 // scratch of scan: which of byName the source still has
-	next     int      // where in byName the next look goes on
+	next     int      // where in the candidates (byName, then aliasNS) the next look goes on
 	perLook  int      // names a look goes round, at most (LookPerRefresh)
 	scanned  bool
 	modified int64 // the source's clock at the last scan
@@ -139,8 +140,10 @@ func (n *Names) scan(ch *Changes, touched map[string]struct{}) {
 	// Targets first, while the old ones are known: a Service that came or went is told
 	// below, one that stayed is told here if its target changed or it became an alias or
 	// stopped being one.
+	aliases := false // an alias came, went or changed its target
 	for k, t := range n.targets {
 		if nt, still := targets[k]; !still || nt != t {
+			aliases = true
 			n.unlinkAlias(k, t)
 			if i, ok := n.find(k); still || ok && n.seen[i/64]&(1<<(i%64)) != 0 {
 				changed(k, refOf(k, targets))
@@ -149,6 +152,7 @@ func (n *Names) scan(ch *Changes, touched map[string]struct{}) {
 	}
 	for k, t := range targets {
 		if old, had := n.targets[k]; !had || old != t {
+			aliases = true
 			n.linkAlias(k, t)
 			if _, ok := n.find(k); ok && !had {
 				changed(k, refOf(k, targets))
@@ -157,6 +161,14 @@ func (n *Names) scan(ch *Changes, touched map[string]struct{}) {
 	}
 	old := n.targets
 	n.targets = targets
+	if aliases {
+		n.aliasNS = n.aliasNS[:0]
+		for k := range targets {
+			n.aliasNS = append(n.aliasNS, k.namespace)
+		}
+		slices.Sort(n.aliasNS)
+		n.aliasNS = slices.Compact(n.aliasNS)
+	}
 	if len(added) == 0 && count == len(n.byName) {
 		return
 	}
@@ -194,19 +206,22 @@ func (n *Names) find(k objectKey) (int, bool) {
 	return slices.BinarySearchFunc(n.byName, serviceName{k.name, k.namespace}, serviceName.compare)
 }
 
-// LookPerRefresh bounds how many Service names one Refresh looks up as namespaces, beside
+// LookPerRefresh bounds how many candidate names one Refresh looks up as namespaces, beside
 // the names it must look at every time. The kubernetes plugin answers each name that is no
 // namespace with a new error (about 40 bytes): at 20,000 names, a look at all of them every
-// second made 0.8 MB of garbage a second, which fills the heap towards the goal a relist
-// leaves (see clusterview.FreshHeapGoal). So the look goes round the names, this many at a time: a
-// namespace made with a Service's name is found within names/LookPerRefresh refreshes.
+// second made 0.8 MB of garbage a second. So the look goes round the names, this many at a
+// time: a namespace made with a Service's name, or after the ExternalName Services it
+// holds, is found within candidates/LookPerRefresh refreshes.
 const LookPerRefresh = 1000
 
-// look finds which candidate names are namespaces now, and touches those that changed.
-// Every Refresh it looks at the names touched by this Refresh's scan (new Services), the
-// names that were namespaces (a hit costs nothing, and a namespace deleted is found at
-// once) and the reserved names; then at up to n.perLook other names, from where the last
-// look stopped.
+// look finds which candidate names are namespaces now, and touches those that changed. A
+// name is a candidate when a check could find something of it: a Service has it, it holds an
+// ExternalName Service (kube-dns answers its apex with them), or it is reserved. Every
+// Refresh it looks at the candidates touched by this Refresh's scan, the Service names and
+// reserved names that were namespaces (a hit costs nothing, and a namespace deleted is found
+// at once) and the reserved names; then at up to n.perLook other candidates, from where the
+// last look stopped. Kinds arrive in no order: a namespace that comes after its Services is
+// found when the look comes round to it.
 func (n *Names) look(touched map[string]struct{}) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -222,16 +237,17 @@ func (n *Names) look(touched map[string]struct{}) {
 		}
 	}
 	for name := range touched {
-		if n.hasName(name) {
+		if n.hasName(name) || n.holdsAlias(name) {
 			check(name)
 		}
 	}
 	for name := range n.present {
-		if !n.hasName(name) && !slices.Contains(n.reserved, name) {
-			delete(n.present, name) // no Service has the name any more: it is no candidate now
-			continue
+		switch {
+		case n.hasName(name) || slices.Contains(n.reserved, name):
+			check(name)
+		case !n.holdsAlias(name):
+			delete(n.present, name) // no check can find anything of it now: it is no candidate
 		}
-		check(name)
 	}
 	for _, name := range n.reserved {
 		if !n.hasName(name) {
@@ -239,15 +255,23 @@ func (n *Names) look(touched map[string]struct{}) {
 		}
 	}
 	left := n.perLook
-	for range n.byName {
+	for range len(n.byName) + len(n.aliasNS) {
 		if left == 0 {
 			break
 		}
-		if n.next >= len(n.byName) {
+		if n.next >= len(n.byName)+len(n.aliasNS) {
 			n.next = 0
 		}
 		i := n.next
 		n.next++
+		if i >= len(n.byName) {
+			name := n.aliasNS[i-len(n.byName)]
+			if !n.hasName(name) { // else it is looked at with the Service names
+				check(name)
+				left--
+			}
+			continue
+		}
 		name := n.byName[i].name
 		if i > 0 && n.byName[i-1].name == name {
 			continue // one look per name
@@ -258,6 +282,12 @@ func (n *Names) look(touched map[string]struct{}) {
 		check(name)
 		left--
 	}
+}
+
+// holdsAlias reports whether namespace name holds an ExternalName Service.
+func (n *Names) holdsAlias(name string) bool {
+	_, ok := slices.BinarySearch(n.aliasNS, name)
+	return ok
 }
 
 // hasName reports whether a Service is called name.

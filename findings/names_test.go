@@ -192,6 +192,45 @@ func TestNamesLookGoesRound(t *testing.T) {
 	}
 }
 
+// TestNamesNamespaceAfterItsServices: kinds reach the view in no order. A namespace that
+// comes after the ExternalName Services it holds is told when the look comes round to it,
+// as one that came first; so is one deleted before them, and made again.
+func TestNamesNamespaceAfterItsServices(t *testing.T) {
+	const services, perLook = 2500, 1000
+	src := newFakeSource()
+	for i := range services {
+		src.setService("apps", "svc-"+strconv.Itoa(i), "", true)
+	}
+	src.setNamespace("apps", true)
+	n := NewNames(src)
+	n.perLook = perLook
+	n.Refresh()
+	src.setService("aliases", "db", "db.example.com", true)
+	if ch := n.Refresh(); !slices.Contains(ch.Namespaces, "aliases") {
+		t.Fatalf("the Service's namespace was not checked: %+v", ch)
+	}
+	rounds := (services+1)/perLook + 1
+	for _, step := range []struct {
+		name    string
+		present bool
+	}{{"made after its Service", true}, {"deleted before its Service", false}, {"made again", true}} {
+		src.setNamespace("aliases", step.present)
+		found := false
+		for r := 0; r < rounds && !found; r++ {
+			found = slices.Contains(n.Refresh().Namespaces, "aliases")
+		}
+		if !found {
+			t.Errorf("namespace aliases %s: not told within %d refreshes", step.name, rounds)
+		}
+		if _, ok := n.Namespace("aliases"); ok != step.present {
+			t.Errorf("namespace aliases %s: the index says it exists: %v", step.name, ok)
+		}
+	}
+	if fs := audit.NamespaceFindings(n, "aliases", "cluster.local"); len(fs) != 1 || fs[0].Check != audit.CheckApexAnswers {
+		t.Errorf("findings of namespace aliases: %+v", fs)
+	}
+}
+
 // TestNamesHeapAtScale measures what the live findings' index holds at the full size: it
 // keeps the names and targets the kubernetes plugin's objects already hold, not copies.
 func TestNamesHeapAtScale(t *testing.T) {
