@@ -56,6 +56,10 @@ const (
 	writeTimeout = 10 * time.Second
 	// maxKeys bounds the memory of which Pod and name got an Event, like the log limiter's.
 	maxKeys = 10000
+	// retryAfter is how long a Pod and name whose write failed waits before the next write is
+	// tried, doubling with each failure up to the interval; offers meanwhile are counted
+	// with the failure's reason. client-go's own Event recorder waits 10 s between tries.
+	retryAfter = 10 * time.Second
 	// dropLogEvery is how often the log tells of Events dropped for one reason.
 	dropLogEvery = time.Minute
 
@@ -144,11 +148,15 @@ type key struct {
 	kind      Kind
 }
 
-// sent is the Event of one key: when it was last written, and its series so far.
+// sent is the Event of one key: when it was last written, its series so far, and the
+// failure that holds back its next write, if any.
 type sent struct {
-	at    time.Time
-	name  string // the Event's metadata.name; "" until one was created
-	count int32  // occurrences in its series
+	at      time.Time
+	name    string // the Event's metadata.name; "" until one was created
+	count   int32  // occurrences in its series
+	failed  string // the drop reason of the last write, "" when it was written
+	retry   time.Time
+	backoff time.Duration
 }
 
 // rateWaiter is the write rate: Wait returns when the next write may go.
@@ -281,16 +289,23 @@ func (w *Worker) run(ctx context.Context) {
 }
 
 // record writes one Event, unless this Pod and name had one within the interval, or the API
-// server is out of reach: a write then would only wait and fail.
+// server is out of reach: a write then would only wait and fail. After a failed write, the
+// key's offers are counted with its reason until its back-off ends, and then written again.
 func (w *Worker) record(ctx context.Context, it item) {
 	server := it.serverOf()
 	k := key{pod: it.offer.Pod, name: typedName(it.offer), kind: it.offer.Kind}
 	if it.finding != nil {
 		k = key{pod: "Namespace " + it.finding.Namespace, name: it.finding.Check, kind: finding}
 	}
+	now := w.now()
 	s := w.sent[k]
-	if s != nil && w.now().Sub(s.at) < w.cfg.Interval {
+	switch {
+	case s == nil:
+	case s.failed != "" && now.Before(s.retry):
+		w.drop(server, s.failed, nil)
 		return
+	case s.failed == "" && now.Sub(s.at) < w.cfg.Interval:
+		return // the next write after the interval adds to its series
 	}
 	if w.cfg.View.Stale() {
 		w.drop(server, DropUnreachable, nil)
@@ -318,10 +333,15 @@ func (w *Worker) record(ctx context.Context, it item) {
 		s = &sent{}
 		w.sent[k] = s
 	}
-	s.at = w.now()
-	if err := w.write(ctx, s, s.at, ev); err != nil {
-		w.drop(server, dropReason(err), err)
+	at := w.now()
+	if err := w.write(ctx, s, at, ev); err != nil {
+		reason := dropReason(err)
+		s.backoff = min(max(2*s.backoff, retryAfter), max(w.cfg.Interval, retryAfter))
+		s.failed, s.retry = reason, at.Add(s.backoff)
+		w.drop(server, reason, err)
+		return
 	}
+	s.at, s.failed, s.backoff = at, "", 0
 }
 
 // eventFor is what one Event says, and of what.

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -348,6 +349,50 @@ func TestEventSeries(t *testing.T) {
 	time.Sleep(5 * time.Millisecond)
 	offerApex(e, t.Name(), "team/client", "my-app")
 	fixture.Eventually(t, func() bool { l := list(); return len(l) == 1 && l[0].Series == nil })
+}
+
+// A failed write does not silence the Pod and name for the interval: every later offer is
+// written or counted by reason. Offers during the back-off after a failure are counted with
+// its reason, without a write; once the API server takes Events again, the next offer after
+// the back-off is written, well within the interval.
+func TestEventFailedWriteNotSilenced(t *testing.T) {
+	cs := fake.NewClientset()
+	var failing atomic.Bool
+	failing.Store(true)
+	cs.PrependReactor("create", "events", func(k8stesting.Action) (bool, k8sruntime.Object, error) {
+		if failing.Load() {
+			return true, nil, apierrors.NewInternalError(errors.New("etcd"))
+		}
+		return false, nil, nil
+	})
+	e := testWorker(t, cs, &fakeEventView{}, time.Hour)
+	var mu sync.Mutex
+	now := time.Now()
+	e.now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	later := func(d time.Duration) { mu.Lock(); defer mu.Unlock(); now = now.Add(d) }
+	e.Start()
+	server := t.Name()
+	for i := 1; i <= 3; i++ {
+		offerApex(e, server, "team/client", "my-app")
+		fixture.Eventually(t, func() bool { return drops(server, DropServerError) == float64(i) })
+	}
+	if n := created(cs); n != 1 {
+		t.Errorf("%d writes during the back-off, want the one that failed", n)
+	}
+	later(retryAfter) // the back-off ends: the next offer is written again, and fails again
+	offerApex(e, server, "team/client", "my-app")
+	fixture.Eventually(t, func() bool { return drops(server, DropServerError) == 4 && created(cs) == 2 })
+
+	failing.Store(false)
+	later(2 * retryAfter) // the back-off doubled
+	offerApex(e, server, "team/client", "my-app")
+	fixture.Eventually(t, func() bool {
+		l, _ := cs.EventsV1().Events("team").List(context.Background(), metav1.ListOptions{})
+		return len(l.Items) == 1
+	})
+	if got := drops(server, DropServerError); got != 4 {
+		t.Errorf("%v drops after the write, want 4", got)
+	}
 }
 
 // A live finding about a Namespace becomes a Warning Event on it, with the Namespace's UID
