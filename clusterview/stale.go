@@ -3,7 +3,6 @@ package clusterview
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -48,29 +47,20 @@ func (v *View) readPods() {
 }
 
 // probe reads one Service, and one Pod when it watches Pods, every ProbeEvery until ctx ends.
-// When a probe succeeds after one failed, and the view reads the kubernetes plugin's
-// caches, it collects once, v.relistHold to twice that later (see FreshHeapGoal).
 func (v *View) probe(ctx context.Context) {
 	t := time.NewTicker(v.probeEvery)
 	defer t.Stop()
-	var collect <-chan time.Time
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-collect:
-			collect = nil
-			v.collect()
-			continue
 		case <-t.C:
 		}
 		err := v.read(ctx)
 		if ctx.Err() != nil {
 			return
 		}
-		if v.probeFailed.Swap(err != nil) && err == nil && v.relistHold > 0 {
-			collect = time.After(v.relistHold + rand.N(v.relistHold))
-		}
+		v.probeFailed.Store(err != nil)
 		v.setStale(err != nil || v.unread.Load(), err)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"math/rand/v2"
-	goruntime "runtime"
 	"sync"
 	"time"
 
@@ -249,9 +248,6 @@ func (v *View) watchPods(ctx context.Context, r *Run, ready func() bool, hold ti
 		if !ready() {
 			log.Warningf("the kubernetes plugin's caches have not synced after %s; watching Pods anyway", PodsAfter)
 		}
-		if hold > 0 {
-			FreshHeapGoal()
-		}
 		refl.RunWithContext(ctx)
 	}()
 }
@@ -277,21 +273,6 @@ func (v *View) holdRelist(ctx context.Context, isList bool, opts metav1.ListOpti
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-t.C:
-		FreshHeapGoal()
 		return nil
 	}
 }
-
-// FreshHeapGoal runs a collection before a burst of garbage: the Pods streamed in, or the
-// live findings' first look, which runs every check once. The garbage collector lets the
-// heap grow to twice what was live at its last collection, and that one may have run
-// while the kubernetes plugin held its old and new objects at once, in its sync or relist:
-// CoreDNS then idles under a goal far above what is live, and the burst would fill the heap
-// up to it. Collected now, the goal is twice what is live now. It costs one collection,
-// at start, at a reload, and before a Pod relist after an API server restart.
-//
-// For the same reason, once the API server answers again after an outage, the view runs
-// one collection after the kubernetes plugin's relists (PodsRelistAfter to twice that), with
-// or without Pods. Otherwise the stale goal stands until the runtime's own collection every
-// two minutes, and any garbage meanwhile, CoreDNS's own included, raises the peak.
-func FreshHeapGoal() { goruntime.GC() }

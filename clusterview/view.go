@@ -42,7 +42,6 @@ type View struct {
 	cfg        Config
 	probeEvery time.Duration
 	relistHold time.Duration // how long the kubernetes plugin's relists are given; 0 without it
-	collect    func()        // FreshHeapGoal, but for tests
 	run        *Run          // set by Start
 }
 
@@ -64,7 +63,7 @@ type services interface {
 
 // New returns a view that reads nothing until Start.
 func New(cfg Config) *View {
-	v := &View{cfg: cfg, probeEvery: ProbeEvery, relistHold: PodsRelistAfter, collect: FreshHeapGoal}
+	v := &View{cfg: cfg, probeEvery: ProbeEvery, relistHold: PodsRelistAfter}
 	if cfg.Clients {
 		v.pods = newPodStore(cfg.UIDs)
 	}

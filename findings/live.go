@@ -13,7 +13,6 @@ import (
 	clog "github.com/coredns/coredns/plugin/pkg/log"
 
 	"github.com/nsguard/nsguard/audit"
-	"github.com/nsguard/nsguard/clusterview"
 	"github.com/nsguard/nsguard/logline"
 )
 
@@ -91,21 +90,15 @@ func (l *Live) run(ctx context.Context) {
 	defer close(l.done)
 	t := time.NewTicker(Every)
 	defer t.Stop()
-	looked := false
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		if !l.src.Synced() {
-			continue
+		if l.src.Synced() {
+			l.tick()
 		}
-		if !looked {
-			clusterview.FreshHeapGoal() // the first look runs every check, just after the kubernetes plugin's sync
-			looked = true
-		}
-		l.tick()
 	}
 }
 

@@ -23,6 +23,8 @@ import (
 	"syscall"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
+
 	"github.com/nsguard/nsguard/test/e2e/cluster"
 	"github.com/nsguard/nsguard/test/e2e/coredns"
 	"github.com/nsguard/nsguard/test/e2e/scale"
@@ -44,6 +46,10 @@ var (
 	steady       = flag.Bool("steady", true, "before the restart, wait for CoreDNS's first collection after its sync settled (up to 2 minutes), so every configuration meets the relist under the heap goal of steady state")
 	watchFor     = flag.Duration("watch", 150*time.Second, "watch each configuration's peak this long after the API server is back, at least: past nsguard's held Pod relist and the Go runtime's collection every 2 minutes")
 	rounds       = flag.Int("rounds", 3, "rounds of every configuration, interleaved, each round in a rotated order: one run's peak moves by tens of MiB")
+	memoryLimit  = flag.String("memory-limit", "rule", "the memory limit every configuration is sized to, GOMEMLIMIT at 90% of it: 'rule' (the README's rule for the size), 'none', or a quantity such as 300Mi")
+	gcTrace      = flag.Bool("gctrace", true, "run CoreDNS with GODEBUG=gctrace=1 and report what its collector marked live")
+	reload       = flag.Bool("reload", true, "after each round, reload the Corefile of a CoreDNS in mode refuse with 'allow client kube-system' under load, and count the allowed client's refusals, the lines without pod= and nsguard's Pod lists")
+	reloadWatch  = flag.Duration("reload-watch", 60*time.Second, "how long the clients ask after the reload completed")
 )
 
 func main() {
@@ -167,8 +173,16 @@ func run() error {
 			pod.Namespace, pod.Name, sz.Proto, sz.ManagedFieldsProto, len(pod.ManagedFields), sz.JSON, len(pod.Spec.Containers), len(pod.Spec.Containers[0].Env))
 	}
 
+	limit, err := limitFor(size)
+	if err != nil {
+		return err
+	}
+	if limit > 0 {
+		say("memory limit %s (%d bytes), GOMEMLIMIT %d bytes: %s", scale.MiB(float64(limit)), limit, scale.GoMemLimit(limit), *memoryLimit)
+	}
 	env := scale.Env{CP: cp, Client: cs, CoreDNS: bin, Dir: out, IP: *ip, AuditLog: auditLog,
-		Churn: *churn, Workers: *workers, Timeout: *timeout, Watch: *watchFor, Steady: *steady, Logf: logf}
+		Churn: *churn, Workers: *workers, Timeout: *timeout, Watch: *watchFor, Steady: *steady, Logf: logf,
+		MemoryLimit: limit, GCTrace: *gcTrace}
 	if *rounds < 1 {
 		return fmt.Errorf("-rounds %d: want 1 or more", *rounds)
 	}
@@ -179,6 +193,7 @@ func run() error {
 	var results []scale.Result // every run that worked, in the order run
 	all := make([][]scale.Result, *rounds)
 	var broken []string // runs that failed: the others are still reported
+	var reloads []string
 	for k := range *rounds {
 		all[k] = make([]scale.Result, len(cfgs))
 		for j := range cfgs {
@@ -205,6 +220,25 @@ func run() error {
 				r.SyncTime.Round(100*time.Millisecond), r.ChurnTime.Round(100*time.Millisecond), r.RestartTime.Round(100*time.Millisecond), r.RelistTime.Round(100*time.Millisecond),
 				scale.MiB(float64(r.Peak())))
 		}
+		if *reload {
+			e := env
+			e.Dir = filepath.Join(out, fmt.Sprintf("round-%d", k+1))
+			r, err := scale.Reload(ctx, e, *reloadWatch)
+			if err != nil {
+				logf("round %d, reload: %v", k+1, err)
+				broken = append(broken, fmt.Sprintf("round %d, reload: %v", k+1, err))
+				if ctx.Err() != nil {
+					return err
+				}
+				continue
+			}
+			line := fmt.Sprintf("round %d: %s", k+1, r)
+			for _, l := range append(r.LinesNoPod, r.AllowedLines...) {
+				line += "\n  - " + l
+			}
+			reloads = append(reloads, line)
+			say("round %d, reload: %s", k+1, r)
+		}
 	}
 	if len(results) == 0 {
 		return fmt.Errorf("no run worked:\n%s", strings.Join(broken, "\n"))
@@ -224,6 +258,14 @@ func run() error {
 		if len(ok) > 0 && ok[0].Config == names[0] {
 			say("Round %d:\n\n%s", k+1, scale.Table(ok))
 		}
+	}
+	say("Peak beside the memory limit, every round:\n\n%s", scale.Limits(names, all))
+	if len(reloads) > 0 {
+		say("A Corefile reload under load (%s, the allowed client and another asking without pause), by round:", scale.ReloadGuard.Name)
+		for _, l := range reloads {
+			say("- %s", l)
+		}
+		say("")
 	}
 	say("Relist after the API server restart (the new watch cache refuses the old resource version):")
 	for _, r := range results {
@@ -257,6 +299,21 @@ func run() error {
 		}
 	}
 	return nil
+}
+
+// limitFor is the memory limit of -memory-limit for size, in bytes; 0 for none.
+func limitFor(size scale.Size) (uint64, error) {
+	switch *memoryLimit {
+	case "rule":
+		return scale.MemoryLimit(size), nil
+	case "none", "":
+		return 0, nil
+	}
+	q, err := resource.ParseQuantity(*memoryLimit)
+	if err != nil || q.Sign() <= 0 {
+		return 0, fmt.Errorf("-memory-limit %q: want 'rule', 'none' or a quantity such as 300Mi", *memoryLimit)
+	}
+	return uint64(q.Value()), nil
 }
 
 func orNone(s []string) string {

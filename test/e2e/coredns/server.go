@@ -34,6 +34,12 @@ type Server struct {
 // Start writes corefile into dir and runs bin on it. It refuses to start when ip:53 is
 // taken, and returns once the server answers a query for probe on ip:53.
 func Start(ctx context.Context, bin, dir, ip, corefile, metrics, probe string) (*Server, error) {
+	return StartWithEnv(ctx, bin, dir, ip, corefile, metrics, probe, nil)
+}
+
+// StartWithEnv is Start with environment variables added to the process's, such as
+// GOMEMLIMIT.
+func StartWithEnv(ctx context.Context, bin, dir, ip, corefile, metrics, probe string, env []string) (*Server, error) {
 	if err := CheckPortFree(ip); err != nil {
 		return nil, err
 	}
@@ -44,6 +50,9 @@ func Start(ctx context.Context, bin, dir, ip, corefile, metrics, probe string) (
 	s := &Server{IP: ip, Corefile: path, Metrics: metrics, ips: []string{ip}, grace: 5 * time.Second}
 	s.cmd = exec.Command(bin, "-conf", path)
 	s.cmd.Dir = dir
+	if len(env) > 0 {
+		s.cmd.Env = append(os.Environ(), env...)
+	}
 	return s.run(ctx, probe)
 }
 

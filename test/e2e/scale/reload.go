@@ -42,7 +42,8 @@ const (
 // ReloadResult is what a Corefile reload under load did to the decisions.
 type ReloadResult struct {
 	Asked        int64         // questions of the allowed client across the reload
-	Refused      int64         // of those, answered with nsguard's refusal (NXDOMAIN)
+	Refused      int64         // of those, answered NXDOMAIN: nsguard's refusal
+	ServFail     int64         // of those, answered SERVFAIL (the kubernetes plugin before its sync)
 	Failed       int64         // of those, not answered
 	RefusedAsked int64         // questions of the other client
 	Lines        int           // nsguard's answer lines from the reload on
@@ -54,9 +55,9 @@ type ReloadResult struct {
 }
 
 func (r ReloadResult) String() string {
-	return fmt.Sprintf("allowed client: %d questions, %d refused, %d unanswered; other client: %d questions; %d lines after the reload, %d without pod=, %d about the allowed client; "+
+	return fmt.Sprintf("allowed client: %d questions, %d refused, %d SERVFAIL, %d unanswered; other client: %d questions; %d lines after the reload, %d without pod=, %d about the allowed client; "+
 		"Pod lists after the reload: %v; reload took %v, watched %v after it",
-		r.Asked, r.Refused, r.Failed, r.RefusedAsked, r.Lines, len(r.LinesNoPod), len(r.AllowedLines), r.PodLists, r.ReloadTime.Round(time.Millisecond), r.Watched.Round(time.Second))
+		r.Asked, r.Refused, r.ServFail, r.Failed, r.RefusedAsked, r.Lines, len(r.LinesNoPod), len(r.AllowedLines), r.PodLists, r.ReloadTime.Round(time.Millisecond), r.Watched.Round(time.Second))
 }
 
 // Reload runs CoreDNS with ReloadGuard, lets the two client Pods ask for a namespace apex
@@ -86,7 +87,7 @@ func Reload(ctx context.Context, env Env, after time.Duration) (res ReloadResult
 	if err != nil {
 		return res, err
 	}
-	srv, err := coredns.Start(ctx, env.CoreDNS, dir, env.IP, corefile, metrics, "cluster.local.")
+	srv, err := coredns.StartWithEnv(ctx, env.CoreDNS, dir, env.IP, corefile, metrics, "cluster.local.", env.processEnv())
 	if err != nil {
 		return res, err
 	}
@@ -155,7 +156,7 @@ func Reload(ctx context.Context, env Env, after time.Duration) (res ReloadResult
 	wg.Wait()
 	time.Sleep(500 * time.Millisecond) // the last lines are written after their answers
 
-	res.Asked, res.Refused, res.Failed = allowed.asked.Load(), allowed.refused.Load(), allowed.failed.Load()
+	res.Asked, res.Refused, res.ServFail, res.Failed = allowed.asked.Load(), allowed.refused.Load(), allowed.servfail.Load(), allowed.failed.Load()
 	res.RefusedAsked = refused.asked.Load()
 	log := srv.Log()[logAt:]
 	if i := strings.Index(log, reloadMarker); i >= 0 {
@@ -191,8 +192,8 @@ func Reload(ctx context.Context, env Env, after time.Duration) (res ReloadResult
 
 // asker asks one question from one client address, again and again.
 type asker struct {
-	ip, server, qname      string
-	asked, refused, failed atomic.Int64
+	ip, server, qname                string
+	asked, refused, servfail, failed atomic.Int64
 }
 
 // once asks once and returns the rcode, or -1 when no answer came.
@@ -219,6 +220,8 @@ func (a *asker) run(stop <-chan struct{}) {
 		switch a.once() {
 		case dns.RcodeNameError:
 			a.refused.Add(1)
+		case dns.RcodeServerFailure:
+			a.servfail.Add(1)
 		case -1:
 			a.failed.Add(1)
 		}

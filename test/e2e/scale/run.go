@@ -69,7 +69,15 @@ type Env struct {
 	// it, one that ran no collection since its sync meets the relist under a goal its sync
 	// left, up to 100 MB higher, and the relist may then run no collection at all.
 	Steady bool
-	Logf   Logf
+	// MemoryLimit, when set, is the container's memory limit the configurations are sized
+	// to: every CoreDNS runs with GOMEMLIMIT at GoMemLimit of it, as deploy/ sets, and the
+	// results say whether its peak stayed under it. The limit itself is not enforced: the
+	// peak (VmHWM) is what a container's limit would meet.
+	MemoryLimit uint64
+	// GCTrace runs every CoreDNS with GODEBUG=gctrace=1, and reads what its collector marked
+	// live.
+	GCTrace bool
+	Logf    Logf
 }
 
 // Result is one configuration's figures. Memory is in bytes.
@@ -97,7 +105,15 @@ type Result struct {
 	HeapRelist  float64       // go_memstats_heap_inuse_bytes after the relist
 	MaxHeap     float64       // the highest go_memstats_heap_inuse_bytes sampled (every scrapeEvery), sync and relist
 	Relist      Relist
+
+	MemoryLimit uint64  // the limit the run was sized to; 0: none
+	GoMemLimit  uint64  // GOMEMLIMIT it ran with; 0: none
+	GCSync      GCTrace // the collector through the sync, with GCTrace
+	GCRelist    GCTrace // and through the relist
 }
+
+// UnderLimit reports whether the peak stayed under the memory limit, when there was one.
+func (r Result) UnderLimit() bool { return r.MemoryLimit == 0 || r.Peak() < r.MemoryLimit }
 
 // Peak is the peak resident memory from start through the sync and the relist.
 func (r Result) Peak() uint64 { return max(r.PeakSync, r.PeakRelist) }
@@ -155,8 +171,11 @@ func Measure(ctx context.Context, env Env, cfg Config) (res Result, err error) {
 		}
 	}
 
+	if env.MemoryLimit > 0 {
+		res.MemoryLimit, res.GoMemLimit = env.MemoryLimit, GoMemLimit(env.MemoryLimit)
+	}
 	start := time.Now()
-	srv, err := coredns.Start(ctx, env.CoreDNS, dir, env.IP, res.Corefile, metrics, "cluster.local.")
+	srv, err := coredns.StartWithEnv(ctx, env.CoreDNS, dir, env.IP, res.Corefile, metrics, "cluster.local.", env.processEnv())
 	if err != nil {
 		return res, err
 	}
@@ -239,6 +258,8 @@ func Measure(ctx context.Context, env Env, cfg Config) (res Result, err error) {
 	}
 
 	// The relist.
+	logAt := len(srv.Log())
+	res.GCSync = ReadGCTrace(srv.Log())
 	if err := ResetPeak(pid); err != nil {
 		return res, err
 	}
@@ -279,6 +300,7 @@ func Measure(ctx context.Context, env Env, cfg Config) (res Result, err error) {
 		return res, err
 	}
 	res.PeakRelist, res.RSSRelist, res.AnonRelist = m.HWM, m.RSS, m.Anon
+	res.GCRelist = ReadGCTrace(srv.Log()[logAt:])
 	if res.HeapRelist, err = heap(); err != nil {
 		return res, err
 	}

@@ -54,6 +54,15 @@ func Raw(results []Result) string {
 		p("heap_alloc_after_sync_bytes", int64(r.HeapAlloc))
 		p("heap_inuse_after_relist_bytes", int64(r.HeapRelist))
 		p("heap_inuse_max_sampled_bytes", int64(r.MaxHeap))
+		if r.MemoryLimit > 0 {
+			p("memory_limit_bytes", r.MemoryLimit)
+			p("gomemlimit_bytes", r.GoMemLimit)
+			p("peak_under_limit", r.UnderLimit())
+		}
+		if r.GCSync.Cycles+r.GCRelist.Cycles > 0 {
+			p("gc_sync", r.GCSync)
+			p("gc_relist", r.GCRelist)
+		}
 		p("sync_seconds", r.SyncTime.Seconds())
 		p("churn_seconds", r.ChurnTime.Seconds())
 		p("apiserver_restart_seconds", r.RestartTime.Seconds())
@@ -122,4 +131,35 @@ func median(v []float64) float64 {
 		return s[n/2]
 	}
 	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// Limits is, for each round, every configuration's peak beside the memory limit it ran under
+// and beside kubernetes alone in that round: what the README's sizing rule must hold to.
+// rounds[k][i] is names[i]'s result in round k, names[0] kubernetes alone.
+func Limits(names []string, rounds [][]Result) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "| round | configuration | memory limit | GOMEMLIMIT | peak RSS | under the limit | vs `kubernetes` alone | most marked live (relist) |\n")
+	fmt.Fprintf(&b, "|---:|---|---:|---:|---:|---|---:|---:|\n")
+	for k, round := range rounds {
+		for i, r := range round {
+			if r.Config == "" {
+				fmt.Fprintf(&b, "| %d | %s | | | broken | | | |\n", k+1, names[i])
+				continue
+			}
+			vs := "—"
+			if i > 0 && round[0].Config != "" {
+				vs = fmt.Sprintf("%+.1f%%", 100*(float64(r.Peak())/float64(round[0].Peak())-1))
+			}
+			limit, gomem, under := "none", "none", "—"
+			if r.MemoryLimit > 0 {
+				limit, gomem, under = MiB(float64(r.MemoryLimit)), MiB(float64(r.GoMemLimit)), map[bool]string{true: "yes", false: "**no**"}[r.UnderLimit()]
+			}
+			live := "—"
+			if r.GCRelist.Cycles > 0 {
+				live = fmt.Sprintf("%.0f MiB", r.GCRelist.MaxLive)
+			}
+			fmt.Fprintf(&b, "| %d | %s | %s | %s | %s | %s | %s | %s |\n", k+1, r.Config, limit, gomem, MiB(float64(r.Peak())), under, vs, live)
+		}
+	}
+	return b.String()
 }
