@@ -151,12 +151,9 @@ func TestNamesServiceChanges(t *testing.T) {
 	}
 }
 
-// TestNamesLookGoesRound: after the first Refresh, which looks at every name, each Refresh
-// looks up at most perLook other names, beside those that are namespaces and the reserved
-// ones; a namespace made with any Service's name is still found within a round, and one
-// deleted at once.
-func TestNamesLookGoesRound(t *testing.T) {
-	const services, perLook = 2500, 1000
+// manyNames is an index of services Services in namespace apps, whose look goes round
+// perLook names at a time.
+func manyNames(services, perLook int) (*fakeSource, *Names) {
 	src := newFakeSource()
 	for i := range services {
 		src.setService("apps", "svc-"+strconv.Itoa(i), "", true)
@@ -164,6 +161,16 @@ func TestNamesLookGoesRound(t *testing.T) {
 	src.setNamespace("apps", true)
 	n := NewNames(src)
 	n.perLook = perLook
+	return src, n
+}
+
+// TestNamesLookGoesRound: after the first Refresh, which looks at every name, each Refresh
+// looks up at most perLook other names, beside those that are namespaces and the reserved
+// ones; a namespace made with any Service's name is still found within a round, and one
+// deleted at once.
+func TestNamesLookGoesRound(t *testing.T) {
+	const services, perLook = 2500, 1000
+	src, n := manyNames(services, perLook)
 	if ch := n.Refresh(); len(ch.Services) != services || src.lookups() < services {
 		t.Fatalf("first refresh told %d Services after %d lookups; want every one", len(ch.Services), src.lookups())
 	}
@@ -197,13 +204,7 @@ func TestNamesLookGoesRound(t *testing.T) {
 // as one that came first; so is one deleted before them, and made again.
 func TestNamesNamespaceAfterItsServices(t *testing.T) {
 	const services, perLook = 2500, 1000
-	src := newFakeSource()
-	for i := range services {
-		src.setService("apps", "svc-"+strconv.Itoa(i), "", true)
-	}
-	src.setNamespace("apps", true)
-	n := NewNames(src)
-	n.perLook = perLook
+	src, n := manyNames(services, perLook)
 	n.Refresh()
 	src.setService("aliases", "db", "db.example.com", true)
 	if ch := n.Refresh(); !slices.Contains(ch.Namespaces, "aliases") {

@@ -16,7 +16,6 @@ import (
 
 	"github.com/nsguard/nsguard/test/e2e/cluster"
 	"github.com/nsguard/nsguard/test/e2e/coredns"
-	"github.com/nsguard/nsguard/test/e2e/corefiles"
 )
 
 // ReloadGuard is the configuration of the reload proof: refusals on, and the kube-system
@@ -78,12 +77,7 @@ func Reload(ctx context.Context, env Env, after time.Duration) (res ReloadResult
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return res, err
 	}
-	addrs, err := coredns.FreeTCPAddrs(3)
-	if err != nil {
-		return res, err
-	}
-	metrics, health, ready := addrs[0], addrs[1], addrs[2]
-	corefile, err := env.render(ReloadGuard, corefiles.Addrs{Listen: []string{env.IP}, Metrics: metrics, Health: health, Ready: ready})
+	corefile, metrics, ready, err := env.corefileFor(ReloadGuard)
 	if err != nil {
 		return res, err
 	}

@@ -155,12 +155,8 @@ func Measure(ctx context.Context, env Env, cfg Config) (res Result, err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return res, err
 	}
-	addrs, err := coredns.FreeTCPAddrs(3)
-	if err != nil {
-		return res, err
-	}
-	metrics, health, ready := addrs[0], addrs[1], addrs[2]
-	if res.Corefile, err = env.render(cfg, corefiles.Addrs{Listen: []string{env.IP}, Metrics: metrics, Health: health, Ready: ready}); err != nil {
+	var metrics, ready string
+	if res.Corefile, metrics, ready, err = env.corefileFor(cfg); err != nil {
 		return res, err
 	}
 	audit := AuditLog{Path: env.AuditLog}
@@ -340,6 +336,18 @@ func Measure(ctx context.Context, env Env, cfg Config) (res Result, err error) {
 	env.Logf.printf("%s: after relist VmHWM %s (through the sync %s), heap in use %s; relist observed %v: refused %q, full-state requests %v",
 		cfg.Name, MiB(float64(res.PeakRelist)), MiB(float64(res.PeakSync)), MiB(res.HeapRelist), res.Relist.Observed, res.Relist.Refused, res.Relist.Requests)
 	return res, nil
+}
+
+// corefileFor is cfg's Corefile for a CoreDNS of its own, with free addresses for its
+// metrics, health and ready plugins; it returns the metrics and ready addresses too.
+func (env Env) corefileFor(cfg Config) (corefile, metrics, ready string, err error) {
+	addrs, err := coredns.FreeTCPAddrs(3)
+	if err != nil {
+		return "", "", "", err
+	}
+	metrics, health, ready := addrs[0], addrs[1], addrs[2]
+	corefile, err = env.render(cfg, corefiles.Addrs{Listen: []string{env.IP}, Metrics: metrics, Health: health, Ready: ready})
+	return corefile, metrics, ready, err
 }
 
 func (env Env) defaults() (Env, error) {
