@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/nsguard/nsguard/audit"
+	"github.com/nsguard/nsguard/events"
 	"github.com/nsguard/nsguard/internal/fixture"
 )
 
@@ -283,4 +284,27 @@ func TestReloadThatFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	fixture.Eventually(t, func() bool { return captureGauge(server) == 2 })
+}
+
+// A reload that keeps the Events' settings hands the worker over, with what waits in it;
+// one that changes them starts a new worker and stops the old one, which counts what still
+// waits as stopped.
+func TestReloadKeepsEventsWorker(t *testing.T) {
+	cs := fake.NewClientset(fixture.Incident()...)
+	inst := inProcess(t, cs, blockOn("cluster.local", "0", []string{"127.0.0.28"}, "events 1h"))
+	key := keyOf("cluster.local", "0")
+	first := guardOf(t, key).events
+	next := reload(t, inst, blockOn("cluster.local", "0", []string{"127.0.0.28"}, "events 1h", "log_limit 20"))
+	if w := guardOf(t, key).events; w != first {
+		t.Error("a reload that keeps the Events' settings made a new worker")
+	}
+	reload(t, next, blockOn("cluster.local", "0", []string{"127.0.0.28"}, "events 2h"))
+	if w := guardOf(t, key).events; w == first {
+		t.Fatal("a reload that changes the interval kept the worker")
+	}
+	stopped := testutil.ToFloat64(eventsDropped.WithLabelValues("test", events.DropStopped))
+	first.Offer(events.Offer{Server: "test", Pod: "new-namespace-1/client"})
+	if got := testutil.ToFloat64(eventsDropped.WithLabelValues("test", events.DropStopped)) - stopped; got != 1 {
+		t.Errorf("an offer to the old worker counted %v stopped, want 1: it must have stopped", got)
+	}
 }

@@ -137,8 +137,9 @@ func TestEventsLongShadow(t *testing.T) {
 
 // A flood of 2,000 apex answers, 20 Pods × 100 namespaces, keeps goroutines and memory flat:
 // Events reach the API server at the stated rate, what waits is bounded and the rest is
-// counted as queue_full; a reload counts what still waits as stopped. Every answer is then an
-// Event or a count.
+// counted as queue_full; a reload that changes the Events' interval starts a new worker and
+// counts what still waits for the old one as stopped (one that changes nothing hands the
+// worker over, TestReloadKeepsEventsWorker). Every answer is then an Event or a count.
 func TestEventsFlood(t *testing.T) {
 	const (
 		pods       = 20
@@ -214,6 +215,10 @@ func TestEventsFlood(t *testing.T) {
 
 	// A reload with Events still waiting.
 	done := strings.Count(p.dns.Log(), "Reloading complete")
+	changed := coredns.Config{IP: p.dns.IP, Kubeconfig: env.cp.Kubeconfig, ZoneDir: env.zoneDir, Metrics: p.dns.Metrics, NSGuard: withView("events 2h")}
+	if err := p.dns.Reload(changed.Corefile()); err != nil {
+		t.Fatal(err)
+	}
 	if err := p.dns.Signal(syscall.SIGUSR1); err != nil {
 		t.Fatal(err)
 	}
