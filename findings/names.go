@@ -32,8 +32,11 @@ type Names struct {
 	byNS    []int32                // positions in byName, by namespace then name
 	targets map[objectKey]string   // ExternalName Service → its target, as written
 	into    map[string][]objectKey // alias target → the aliases
-	present map[string]struct{}    // the candidate names that were namespaces at the last look
+	present map[string]struct{}    // the Service names and reserved names that were namespaces at the last look
 	aliasNS []string               // the namespaces that hold an ExternalName Service, sorted
+	// aliasPresent are the namespaces of aliasNS, and no Service's name, that were
+	// namespaces when the look last came round to them.
+	aliasPresent map[string]struct{}
 
 	seen     []uint64 // scratch of scan: which of byName the source still has
 	next     int      // where in the candidates (byName, then aliasNS) the next look goes on
@@ -77,13 +80,15 @@ type objectKey struct{ namespace, name string }
 // NewNames returns an index of src, empty until its first Refresh.
 func NewNames(src Source) *Names {
 	return &Names{
-		src:      src,
-		targets:  map[objectKey]string{},
-		into:     map[string][]objectKey{},
-		present:  map[string]struct{}{},
-		reserved: audit.ReservedNames(),
-		perLook:  LookPerRefresh,
-		now:      time.Now,
+		src:     src,
+		targets: map[objectKey]string{},
+		into:    map[string][]objectKey{},
+		present: map[string]struct{}{},
+
+		aliasPresent: map[string]struct{}{},
+		reserved:     audit.ReservedNames(),
+		perLook:      LookPerRefresh,
+		now:          time.Now,
 	}
 }
 
@@ -168,6 +173,11 @@ func (n *Names) scan(ch *Changes, touched map[string]struct{}) {
 		}
 		slices.Sort(n.aliasNS)
 		n.aliasNS = slices.Compact(n.aliasNS)
+		for name := range n.aliasPresent {
+			if !n.holdsAlias(name) {
+				delete(n.aliasPresent, name)
+			}
+		}
 	}
 	if len(added) == 0 && count == len(n.byName) {
 		return
@@ -220,38 +230,42 @@ const LookPerRefresh = 1000
 // Refresh it looks at the candidates touched by this Refresh's scan, the Service names and
 // reserved names that were namespaces (a hit costs nothing, and a namespace deleted is found
 // at once) and the reserved names; then at up to n.perLook other candidates, from where the
-// last look stopped. Kinds arrive in no order: a namespace that comes after its Services is
-// found when the look comes round to it.
+// last look stopped. Kinds arrive in no order: a namespace that comes after its Services, or
+// goes before them, is found when the look comes round to it. The namespaces that are
+// candidates only for their ExternalName Services are remembered apart (aliasPresent), so
+// that the names looked at every time stay as few as they were.
 func (n *Names) look(touched map[string]struct{}) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	check := func(name string) {
-		_, was := n.present[name]
+	check := func(set map[string]struct{}, name string) {
+		_, was := set[name]
 		if is := n.src.HasNamespace(name); is != was {
 			touched[name] = struct{}{}
 			if is {
-				n.present[name] = struct{}{}
+				set[name] = struct{}{}
 			} else {
-				delete(n.present, name)
+				delete(set, name)
 			}
 		}
 	}
 	for name := range touched {
-		if n.hasName(name) || n.holdsAlias(name) {
-			check(name)
+		switch {
+		case n.hasName(name):
+			check(n.present, name)
+		case n.holdsAlias(name):
+			check(n.aliasPresent, name)
 		}
 	}
 	for name := range n.present {
-		switch {
-		case n.hasName(name) || slices.Contains(n.reserved, name):
-			check(name)
-		case !n.holdsAlias(name):
-			delete(n.present, name) // no check can find anything of it now: it is no candidate
+		if !n.hasName(name) && !n.isReserved(name) {
+			delete(n.present, name) // no Service has the name any more: it is no candidate for this set now
+			continue
 		}
+		check(n.present, name)
 	}
 	for _, name := range n.reserved {
 		if !n.hasName(name) {
-			check(name)
+			check(n.present, name)
 		}
 	}
 	left := n.perLook
@@ -265,9 +279,8 @@ func (n *Names) look(touched map[string]struct{}) {
 		i := n.next
 		n.next++
 		if i >= len(n.byName) {
-			name := n.aliasNS[i-len(n.byName)]
-			if !n.hasName(name) { // else it is looked at with the Service names
-				check(name)
+			if name := n.aliasNS[i-len(n.byName)]; !n.hasName(name) { // else it is looked at with the Service names
+				check(n.aliasPresent, name)
 				left--
 			}
 			continue
@@ -279,9 +292,15 @@ func (n *Names) look(touched map[string]struct{}) {
 		if _, ok := n.present[name]; ok {
 			continue // looked at above
 		}
-		check(name)
+		check(n.present, name)
 		left--
 	}
+}
+
+// isReserved reports whether name is one of the reserved names (audit.ReservedNames, sorted).
+func (n *Names) isReserved(name string) bool {
+	_, ok := slices.BinarySearch(n.reserved, name)
+	return ok
 }
 
 // holdsAlias reports whether namespace name holds an ExternalName Service.
