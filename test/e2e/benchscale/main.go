@@ -130,8 +130,13 @@ func run() error {
 		return err
 	}
 	defer cp.Stop()
+	complete := *reuseEtcd != "" // etcd holds the whole cluster: only then is it worth keeping
 	if *saveEtcd != "" {
 		defer func() {
+			if !complete {
+				logf("not keeping etcd's data: the cluster was not created whole")
+				return
+			}
 			cp.Stop()
 			if err := scale.SaveEtcdData(filepath.Join(out, "cluster"), *saveEtcd, size); err != nil {
 				logf("keeping etcd's data: %v", err)
@@ -161,6 +166,7 @@ func run() error {
 			say("created %s", tm)
 		}
 		say("created the cluster in %v with %d workers", created.Round(time.Second), *workers)
+		complete = true
 	} else {
 		say("the cluster as an earlier run created it: etcd's data from %s", *reuseEtcd)
 	}

@@ -57,7 +57,8 @@ func (l Logf) printf(format string, args ...any) {
 // Create makes the cluster of size in the API server behind cs with workers requests in
 // flight: the namespaces, then each Service with its EndpointSlice, then each Pod (created,
 // then its status set as kubelet would: there is no kubelet). It returns how long each step
-// took. Objects that exist are an error: start from an empty cluster, or Delete first.
+// took. Start from an empty cluster, or Delete first: an object that exists is taken as one
+// a write that timed out made.
 func Create(ctx context.Context, cs kubernetes.Interface, size Size, workers int, logf Logf) ([]Timing, error) {
 	if err := size.validate(); err != nil {
 		return nil, err
@@ -69,26 +70,48 @@ func Create(ctx context.Context, cs kubernetes.Interface, size Size, workers int
 		do   func(ctx context.Context, i int) error
 	}{
 		{"namespaces", size.Namespaces, func(ctx context.Context, j int) error {
-			_, err := cs.CoreV1().Namespaces().Create(ctx, NamespaceObject(j), create(Helm))
-			return err
+			return retry(ctx, func() error {
+				_, err := cs.CoreV1().Namespaces().Create(ctx, NamespaceObject(j), create(Helm))
+				return ignoreExists(err)
+			})
 		}},
 		{"Services with their EndpointSlice", size.Services(), func(ctx context.Context, k int) error {
-			svc, err := cs.CoreV1().Services(Namespace(k/size.ServicesPerNamespace)).Create(ctx, size.ServiceObject(k), create(Helm))
-			if err != nil {
+			ns := Namespace(k / size.ServicesPerNamespace)
+			var svc *corev1.Service
+			if err := retry(ctx, func() (err error) {
+				svc, err = cs.CoreV1().Services(ns).Create(ctx, size.ServiceObject(k), create(Helm))
+				if apierrors.IsAlreadyExists(err) { // a try that timed out was written after all
+					svc, err = cs.CoreV1().Services(ns).Get(ctx, ServiceName(k), metav1.GetOptions{})
+				}
+				return err
+			}); err != nil {
 				return err
 			}
-			_, err = cs.DiscoveryV1().EndpointSlices(svc.Namespace).Create(ctx, size.EndpointSliceObject(k, string(svc.UID)), create(ControllerManager))
-			return err
+			return retry(ctx, func() error {
+				_, err := cs.DiscoveryV1().EndpointSlices(svc.Namespace).Create(ctx, size.EndpointSliceObject(k, string(svc.UID)), create(ControllerManager))
+				return ignoreExists(err)
+			})
 		}},
 		{"Pods (created, then status)", size.Pods(), func(ctx context.Context, p int) error {
 			pod := size.PodObject(p)
-			got, err := cs.CoreV1().Pods(pod.Namespace).Create(ctx, pod, create(ControllerManager))
-			if err != nil {
+			var got *corev1.Pod
+			if err := retry(ctx, func() (err error) {
+				got, err = cs.CoreV1().Pods(pod.Namespace).Create(ctx, pod, create(ControllerManager))
+				if apierrors.IsAlreadyExists(err) {
+					got, err = cs.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+				}
+				return err
+			}); err != nil {
 				return err
 			}
 			got.Status = size.PodStatus(p)
-			_, err = cs.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, got, metav1.UpdateOptions{FieldManager: Kubelet})
-			return err
+			return retry(ctx, func() error {
+				_, err := cs.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, got, metav1.UpdateOptions{FieldManager: Kubelet})
+				if apierrors.IsConflict(err) { // a try that timed out was written after all
+					return nil
+				}
+				return err
+			})
 		}},
 	}
 	var out []Timing
@@ -102,6 +125,32 @@ func Create(ctx context.Context, cs kubernetes.Interface, size Size, workers int
 		out = append(out, t)
 	}
 	return out, nil
+}
+
+// retry runs do again, up to 5 times in all, while the API server says it is too busy to
+// answer in time: on a machine shared with other work a write can time out now and then,
+// and a run of an hour must not end for one.
+func retry(ctx context.Context, do func() error) error {
+	var err error
+	for try := range 5 {
+		if err = do(); err == nil || !(apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) ||
+			apierrors.IsTooManyRequests(err) || apierrors.IsServiceUnavailable(err)) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Duration(try+1) * time.Second):
+		}
+	}
+	return err
+}
+
+func ignoreExists(err error) error {
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return err
 }
 
 // Sizes are a stored Pod's sizes in bytes.
