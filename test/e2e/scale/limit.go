@@ -8,12 +8,11 @@ import (
 	"strings"
 )
 
-// MemoryLimit is the README's rule for CoreDNS's memory limit with nsguard, in bytes: CoreDNS's
-// own rule (coredns/deployment's Scaling_CoreDNS.md: (Pods + Services) × 0.86 KiB + 49 MiB,
-// without pods verified), and 1 MiB per 400 Pods for nsguard, rounded up to a MiB.
+// MemoryLimit is the README's rule for CoreDNS's memory limit with nsguard, in bytes, rounded
+// up to a MiB: 64 MiB and 18 KiB per Service for CoreDNS through a relist of realistic
+// Services and EndpointSlices, and 1 MiB per 400 Pods for nsguard.
 func MemoryLimit(s Size) uint64 {
-	objects := float64(s.Pods() + s.Services())
-	mib := objects*0.86/1024 + 49 + float64(s.Pods())/400
+	mib := 64 + float64(s.Services())*18/1024 + float64(s.Pods())/400
 	return uint64(math.Ceil(mib)) << 20
 }
 

@@ -106,3 +106,14 @@ func TestAuditLog(t *testing.T) {
 		t.Errorf("sequence: %q", seq)
 	}
 }
+
+// The README's rule at the full size: 64 MiB + 18 KiB × 20,000 Services + 50,000 Pods / 400
+// MiB, and GOMEMLIMIT at 90% of it.
+func TestMemoryLimitRule(t *testing.T) {
+	if got, want := MemoryLimit(Full), uint64(541)<<20; got != want {
+		t.Errorf("MemoryLimit(Full) = %d MiB, want %d MiB", got>>20, want>>20)
+	}
+	if got := GoMemLimit(100 << 20); got != 90<<20 {
+		t.Errorf("GoMemLimit(100 MiB) = %d, want 90 MiB", got)
+	}
+}
