@@ -332,6 +332,9 @@ func refreshServer(s string) {
 			books = append(books, p.book)
 		}
 	}
+	// The findings' series come with the first look, as nsguard audit's would: at 0 before
+	// it, a dashboard would read the time a view takes to sync as no findings.
+	books = slices.DeleteFunc(books, func(b *findings.Book) bool { return !b.Looked() })
 	if views == 0 {
 		viewSynced.DeleteLabelValues(s)
 		viewStale.DeleteLabelValues(s)

@@ -25,10 +25,11 @@ var Severities = []struct {
 type Book struct {
 	onChange func() // after each look that changed what holds
 
-	mu    sync.Mutex
-	owner *Live                               // the loop that writes
-	fresh bool                                // the owner has not looked since it took the book
-	held  map[string]map[string]audit.Finding // owner of the finding → check → finding
+	mu     sync.Mutex
+	owner  *Live                               // the loop that writes
+	fresh  bool                                // the owner has not looked since it took the book
+	looked bool                                // a loop has looked at the view: what it holds is what holds
+	held   map[string]map[string]audit.Finding // owner of the finding → check → finding
 }
 
 // NewBook returns an empty book; onChange, if set, is called after each look that changed
@@ -60,11 +61,24 @@ func (b *Book) apply(l *Live, now map[string][]audit.Finding, report func(audit.
 	}
 }
 
+// Looked reports whether a loop has looked at the view since the book was made: until then
+// it holds nothing because nothing was looked at, not because nothing holds.
+func (b *Book) Looked() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.looked
+}
+
+// record is apply under the lock; it reports whether what the book holds changed, or it was
+// looked at for the first time.
 func (b *Book) record(l *Live, now map[string][]audit.Finding, report func(audit.Finding, bool)) (changed bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.owner != l {
 		return false
+	}
+	if !b.looked {
+		b.looked, changed = true, true
 	}
 	if b.fresh {
 		b.fresh = false
