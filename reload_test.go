@@ -308,3 +308,30 @@ func TestReloadKeepsEventsWorker(t *testing.T) {
 		t.Errorf("an offer to the old worker counted %v stopped, want 1: it must have stopped", got)
 	}
 }
+
+// A reload that changes 'node' starts a new view: the one handed over watches the other
+// node's Pods, and would name none of this node's clients.
+func TestReloadThatChangesTheNode(t *testing.T) {
+	cs := fake.NewClientset(fixture.Incident()...)
+	inst := inProcess(t, cs, blockOn("cluster.local", "0", []string{"127.0.0.29"}, "node node-a"))
+	key := keyOf("cluster.local", "0")
+	fixture.Eventually(t, func() bool { return guardOf(t, key).view.Synced() })
+	first := guardOf(t, key).view
+	next := reload(t, inst, blockOn("cluster.local", "0", []string{"127.0.0.29"}, "node node-a", "log_limit 20"))
+	if v := guardOf(t, key).view; v != first {
+		t.Error("a reload that keeps the node made a new view")
+	}
+	reload(t, next, blockOn("cluster.local", "0", []string{"127.0.0.29"}, "node node-b"))
+	if v := guardOf(t, key).view; v == first {
+		t.Fatal("a reload that changes the node kept the view of node-a's Pods")
+	}
+	fixture.Eventually(t, func() bool {
+		for _, a := range cs.Actions() {
+			if l, ok := a.(interface{ GetListOptions() metav1.ListOptions }); ok && a.Matches("list", "pods") &&
+				l.GetListOptions().FieldSelector == "spec.nodeName=node-b" {
+				return true
+			}
+		}
+		return false
+	})
+}
