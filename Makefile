@@ -72,6 +72,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) ./audit/model
 	$(GO) test -run '^$$' -fuzz '^FuzzPodDecoder$$' -fuzztime $(FUZZTIME) ./clusterview
 	$(GO) test -run '^$$' -fuzz '^FuzzAgrees$$' -fuzztime $(FUZZTIME) ./clusterview/leanpod
+	$(GO) test -run '^$$' -fuzz '^FuzzReview$$' -fuzztime $(FUZZTIME) ./webhook
 
 # Go benchmarks, 10 runs each; benchstat puts nsguard beside the next handler alone, beside
 # cache alone for the held path through cache (ServeDNSThroughCache), and beside the any
