@@ -99,6 +99,11 @@ type webhookStack struct {
 	kubecfg string // the webhook's own: its ServiceAccount's token
 	d       *cluster.Daemon
 	log     string
+	// bin is the nsguard binary to run; empty: the suite's build of cmd/nsguard.
+	bin string
+	// serverName is the name the API server dials, when the certificate is made for the
+	// Service's name (certs.sh) rather than the loopback's address.
+	serverName string
 }
 
 func newWebhookStack(t *testing.T, cp *cluster.ControlPlane) *webhookStack {
@@ -187,7 +192,11 @@ func (s *webhookStack) start(t *testing.T, kubeconfig string, ready bool, extra 
 	for _, e := range s.shipped.container.Env {
 		args = append(args, e.Name+"="+e.Value)
 	}
-	args = append(append(args, nsguardCLI(t)), s.args(kubeconfig, extra...)...)
+	bin := s.bin
+	if bin == "" {
+		bin = nsguardCLI(t)
+	}
+	args = append(append(args, bin), s.args(kubeconfig, extra...)...)
 	d, err := cluster.StartDaemon("nsguard-webhook", "/usr/bin/env", s.log, args...)
 	if err != nil {
 		t.Fatal(err)
@@ -224,19 +233,26 @@ func (s *webhookStack) logText() string {
 
 // get asks the webhook's HTTPS endpoint path, trusting its certificate as the API server does.
 func (s *webhookStack) get(path string) (int, string) {
-	return httpsGet(s.caPEM, "https://127.0.0.1:"+strconv.Itoa(s.port)+path)
+	code, body, _ := httpsGet(s.caPEM, s.serverName, "https://127.0.0.1:"+strconv.Itoa(s.port)+path)
+	return code, body
 }
 
-func httpsGet(ca []byte, url string) (int, string) {
+// httpsGet asks url, trusting ca for serverName (empty: the URL's host), and returns the
+// status, the body and the certificate the server presented.
+func httpsGet(ca []byte, serverName, url string) (int, string, *x509.Certificate) {
 	pool := tlsPool(ca)
-	c := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	c := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: serverName}}}
 	res, err := c.Get(url)
 	if err != nil {
-		return 0, err.Error()
+		return 0, err.Error(), nil
 	}
 	defer res.Body.Close()
 	b, _ := io.ReadAll(res.Body)
-	return res.StatusCode, string(b)
+	var leaf *x509.Certificate
+	if res.TLS != nil && len(res.TLS.PeerCertificates) > 0 {
+		leaf = res.TLS.PeerCertificates[0]
+	}
+	return res.StatusCode, string(b), leaf
 }
 
 // register points the shipped configuration at url, with edit applied to its webhook.
