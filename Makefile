@@ -52,6 +52,7 @@ deploy-check:
 	$(BIN)/promtool check rules deploy/prometheus/nsguard-rules.yaml
 	$(BIN)/promtool test rules deploy/prometheus/nsguard-rules_test.yaml
 	hack/check-image.sh
+	hack/check-webhook-image.sh
 
 coredns:
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/coredns ./cmd/coredns
