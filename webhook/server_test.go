@@ -104,7 +104,7 @@ func TestServer(t *testing.T) {
 	port := freePort(t)
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	cfg := Config{BindAddress: "127.0.0.1", SecurePort: port, CertFile: filepath.Join(m.dir, "tls.crt"), KeyFile: filepath.Join(m.dir, "tls.key"),
-		Policy: Policy{Zone: "cluster.local", Deny: true}, ShutdownDelay: 2 * time.Second}
+		Policy: Policy{Zone: "cluster.local", Deny: true}, ShutdownDelay: 4 * time.Second}
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- Run(ctx, cfg, &rest.Config{Host: "https://127.0.0.1:1", Timeout: time.Second}) }()
@@ -165,10 +165,18 @@ func TestServer(t *testing.T) {
 	}
 
 	cancel()
-	time.Sleep(200 * time.Millisecond)
 	pool.AppendCertsFromPEM(c2)
-	if code, body := get("/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "shutting down") {
-		t.Errorf("/readyz while shutting down: %d %s", code, body)
+	// Told to stop, it goes on serving through ShutdownDelay, /readyz failing: polled, since a
+	// loaded machine may take a while to run the goroutine that sees ctx end.
+	for deadline := time.Now().Add(cfg.ShutdownDelay / 2); ; time.Sleep(20 * time.Millisecond) {
+		code, body := get("/readyz")
+		if code == http.StatusServiceUnavailable && strings.Contains(body, "shutting down") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("/readyz while shutting down: %d %s", code, body)
+			break
+		}
 	}
 	if code, _ := get("/healthz"); code != http.StatusOK {
 		t.Errorf("/healthz while shutting down: %d", code)
