@@ -52,6 +52,7 @@ deploy-check:
 	$(BIN)/promtool check rules deploy/prometheus/nsguard-rules.yaml
 	$(BIN)/promtool test rules deploy/prometheus/nsguard-rules_test.yaml
 	hack/check-image.sh
+	hack/check-webhook-image.sh
 
 coredns:
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/coredns ./cmd/coredns
@@ -72,6 +73,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) ./audit/model
 	$(GO) test -run '^$$' -fuzz '^FuzzPodDecoder$$' -fuzztime $(FUZZTIME) ./clusterview
 	$(GO) test -run '^$$' -fuzz '^FuzzAgrees$$' -fuzztime $(FUZZTIME) ./clusterview/leanpod
+	$(GO) test -run '^$$' -fuzz '^FuzzReview$$' -fuzztime $(FUZZTIME) ./webhook
 
 # Go benchmarks, 10 runs each; benchstat puts nsguard beside the next handler alone, beside
 # cache alone for the held path through cache (ServeDNSThroughCache), and beside the any

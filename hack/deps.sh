@@ -13,6 +13,7 @@ wanted=(
   gcc:gcc
   buildah:buildah
   libcap2-bin:setcap
+  openssl:openssl # deploy/webhook-without-cert-manager/certs.sh
   iptables:iptables
   # the e2e node: a CRI runtime, its OCI runtime, the CNI plugins, and conntrack for kube-proxy
   containerd:containerd

@@ -6,6 +6,7 @@
 //	nsguard audit     [-f PATH]... [--kubeconfig FILE] [--context NAME] [-n NAMESPACE] [-o table|json|github] [--fail-on SEVERITY]
 //	nsguard explain   NAME -n NAMESPACE [-f PATH]... [--ndots N] [--search "D1 D2"] [--zone ZONE]
 //	nsguard offenders [-f FILE]... [FILE]... [-n NAMESPACE] [-o table|json|github]
+//	nsguard webhook   --tls-cert-file FILE --tls-private-key-file FILE [--kubeconfig FILE] [--deny]
 package main
 
 import (
@@ -29,6 +30,7 @@ Usage:
   nsguard explain   NAME -n NAMESPACE [flags]
                                             show each search candidate and its answer
   nsguard offenders [flags] [FILE]...       rank the clients in nsguard's log lines
+  nsguard webhook   [flags]                 warn at admission of the changes that set the trap
 
 For audit and explain, cluster state comes from -f (files, directories, or - for
 stdin; YAML or JSON, multi-document, List kinds, kubectl get -o yaml|json) or, without
@@ -46,7 +48,8 @@ Exit status: 0 nothing found, 1 findings (audit: at or above --fail-on; explain:
 the winning answer is not what the name most likely meant; offenders: any row),
 2 usage or input error.
 
-Run 'nsguard audit -h', 'nsguard explain -h' or 'nsguard offenders -h' for the flags.
+Run 'nsguard audit -h', 'nsguard explain -h', 'nsguard offenders -h' or
+'nsguard webhook -h' for the flags.
 `
 
 func main() {
@@ -72,7 +75,7 @@ func named(s string) string {
 	if commandName == "nsguard" {
 		return s
 	}
-	for _, sub := range []string{"audit", "explain", "offenders", "-h"} {
+	for _, sub := range []string{"audit", "explain", "offenders", "webhook", "-h"} {
 		s = strings.ReplaceAll(s, "nsguard "+sub, commandName+" "+sub)
 	}
 	return strings.Replace(s, "nsguard finds", commandName+" finds", 1)
@@ -96,7 +99,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		Args:          cobra.ArbitraryArgs,
 		RunE: func(_ *cobra.Command, args []string) error {
 			if len(args) > 0 {
-				return usagef("unknown command %q: want audit, explain or offenders", args[0])
+				return usagef("unknown command %q: want audit, explain, offenders or webhook", args[0])
 			}
 			fmt.Fprint(stderr, named(usage))
 			code = 2
@@ -126,7 +129,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err.Error()} })
 	root.CompletionOptions.DisableDefaultCmd = true
-	for _, c := range []*cobra.Command{auditCommand(&code), explainCommand(&code), offendersCommand(&code)} {
+	for _, c := range []*cobra.Command{auditCommand(&code), explainCommand(&code), offendersCommand(&code), webhookCommand(&code)} {
 		c.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err.Error()} })
 		root.AddCommand(c)
 	}
