@@ -41,6 +41,7 @@ func (g *NSGuard) answer(ctx context.Context, w dns.ResponseWriter, r *dns.Msg, 
 		w.WriteMsg(res)
 		return rcode, err
 	}
+	publish(ctx, &d)
 	ns, _, _ := strings.Cut(d.pod, "/")
 	cc := g.counters.forClient(ctx, d.name.Zone, ns)
 	d.count(cc)

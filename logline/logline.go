@@ -331,3 +331,11 @@ func isKey(k string) bool {
 	}
 	return true
 }
+
+// String is the kind as nsguard offenders' rows and nsguard's metadata name it.
+func (k Kind) String() string {
+	if k == Shadow {
+		return "endpoint shadow"
+	}
+	return "namespace"
+}
