@@ -3,10 +3,12 @@ package nsguard
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 
 	"github.com/go-logr/logr"
+	"github.com/nsguard/nsguard/internal/jsonlog"
 	"k8s.io/klog/v2"
 )
 
@@ -28,9 +30,41 @@ func (*pluginSink) Init(logr.RuntimeInfo) {}
 // client-go, not for an operator.
 func (*pluginSink) Enabled(level int) bool { return level <= 0 }
 
-func (s *pluginSink) Info(_ int, msg string, kvs ...any) { log.Info(s.line(msg, nil, kvs)) }
+func (s *pluginSink) Info(_ int, msg string, kvs ...any) {
+	if jsonlog.On() {
+		jsonlog.Info(msg, s.attrs(nil, kvs)...)
+		return
+	}
+	log.Info(s.line(msg, nil, kvs))
+}
 
-func (s *pluginSink) Error(err error, msg string, kvs ...any) { log.Error(s.line(msg, err, kvs)) }
+func (s *pluginSink) Error(err error, msg string, kvs ...any) {
+	if jsonlog.On() {
+		jsonlog.Error(msg, s.attrs(err, kvs)...)
+		return
+	}
+	log.Error(s.line(msg, err, kvs))
+}
+
+// attrs are the error and the pairs as typed attributes, for a JSON record.
+func (s *pluginSink) attrs(err error, kvs []any) []slog.Attr {
+	var a []slog.Attr
+	if err != nil {
+		a = append(a, slog.String("error", err.Error()))
+	}
+	all := append(slices.Clip(s.values), kvs...)
+	for i := 0; i < len(all); i += 2 {
+		var v any = "(MISSING)"
+		if i+1 < len(all) {
+			v = all[i+1]
+		}
+		if e, ok := v.(error); ok {
+			v = e.Error()
+		}
+		a = append(a, slog.Any(fmt.Sprint(all[i]), v))
+	}
+	return a
+}
 
 func (s *pluginSink) WithValues(kvs ...any) logr.LogSink {
 	c := &pluginSink{values: append(slices.Clip(s.values), kvs...)}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/nsguard/nsguard/clusterdns"
 	"github.com/nsguard/nsguard/events"
+	"github.com/nsguard/nsguard/internal/jsonlog"
 	"github.com/nsguard/nsguard/logline"
 )
 
@@ -50,6 +51,10 @@ func (g *NSGuard) logLine(q dns.Question, res *dns.Msg, d *decision, held heldBa
 		fix := d.name.ShadowFix()
 		e.Kind, e.Subject, e.Typed = logline.Shadow, fix.Typed(), fix.Typed()
 		e.Got, e.Meant, e.Fix = fix.Got(), fix.Meant(), fix.String()
+	}
+	if jsonlog.On() {
+		jsonlog.Warn(e.Msg(), e.Attrs()...)
+		return
 	}
 	var line [1024]byte
 	log.Warning(string(e.Append(line[:0])))

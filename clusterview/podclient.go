@@ -85,7 +85,7 @@ func (v *View) podListWatch(hold time.Duration) (cache.ListerWatcher, runtime.Ob
 	var expected runtime.Object
 	c, err := newPodClient(v.cfg.REST)
 	if err != nil {
-		log.Warningf("Pods decoded in full, which costs more memory: %v", err)
+		warnErr("Pods decoded in full, which costs more memory", err)
 	}
 	if c != nil {
 		list = func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) { return c.list(ctx, opts) }

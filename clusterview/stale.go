@@ -86,9 +86,9 @@ func (v *View) setStale(stale bool, err error) {
 	}
 	switch {
 	case stale && errors.As(err, new(unreadable)):
-		log.Warningf("cluster view cannot read the Pods the API server sends; client names and 'allow client' use the Pods last read until it can (is a proxy between CoreDNS and the API server changing them?): %v", err)
+		warnErr("cluster view cannot read the Pods the API server sends; client names and 'allow client' use the Pods last read until it can (is a proxy between CoreDNS and the API server changing them?)", err)
 	case stale:
-		log.Warningf("cluster view cut off from the API server; client names, advice and endpoint shadow checks use its last known state until it is back (check the API server, etcd, the network to them, and CoreDNS's RBAC): %v", err)
+		warnErr("cluster view cut off from the API server; client names, advice and endpoint shadow checks use its last known state until it is back (check the API server, etcd, the network to them, and CoreDNS's RBAC)", err)
 	default:
 		log.Info("cluster view in touch with the API server again")
 	}

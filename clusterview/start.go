@@ -3,6 +3,7 @@ package clusterview
 import (
 	"context"
 	"io"
+	"log/slog"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -96,7 +97,7 @@ func (v *View) Start(ctl Controller) *Run {
 	select {
 	case <-synced:
 	case <-time.After(SyncWait):
-		log.Warningf("cluster view not synced after %s; serving with core checks only until it is", SyncWait)
+		warnf(slog.String("after", SyncWait.String()), "cluster view not synced; serving with core checks only until it is", "cluster view not synced after %s; serving with core checks only until it is", SyncWait)
 	}
 	return r
 }
@@ -246,7 +247,7 @@ func (v *View) watchPods(ctx context.Context, r *Run, ready func() bool, hold ti
 			return
 		}
 		if !ready() {
-			log.Warningf("the kubernetes plugin's caches have not synced after %s; watching Pods anyway", PodsAfter)
+			warnf(slog.String("after", PodsAfter.String()), "the kubernetes plugin's caches have not synced; watching Pods anyway", "the kubernetes plugin's caches have not synced after %s; watching Pods anyway", PodsAfter)
 		}
 		refl.RunWithContext(ctx)
 	}()

@@ -10,6 +10,7 @@
 package clusterview
 
 import (
+	"log/slog"
 	"net/netip"
 	"slices"
 	"strings"
@@ -22,6 +23,7 @@ import (
 	clog "github.com/coredns/coredns/plugin/pkg/log"
 
 	"github.com/nsguard/nsguard/clusterdns"
+	"github.com/nsguard/nsguard/internal/jsonlog"
 )
 
 var log = clog.NewWithPlugin("nsguard")
@@ -167,4 +169,19 @@ func hasUpper(s string) bool {
 		}
 	}
 	return false
+}
+
+// warnf logs a warning of the view: in text mode the line format makes of args, as ever;
+// under -log-format json a record of msg with the value as the typed attribute a.
+func warnf(a slog.Attr, msg, format string, args ...any) {
+	if !jsonlog.On() {
+		log.Warningf(format, args...)
+		return
+	}
+	jsonlog.Warn(msg, a)
+}
+
+// warnErr logs msg and what failed, as warnf: err is the typed attribute error.
+func warnErr(msg string, err error) {
+	warnf(slog.String("error", err.Error()), msg, "%s: %v", msg, err)
 }

@@ -8,6 +8,7 @@ package events
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net"
 	"os"
 	"sync"
@@ -23,6 +24,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nsguard/nsguard/clusterdns"
+	"github.com/nsguard/nsguard/internal/jsonlog"
 )
 
 const controller = "nsguard" // reportingController, and the plugin the log lines are of
@@ -347,6 +349,11 @@ func (w *Worker) drop(server, reason string, err error) {
 	}
 	if now := w.now(); now.Sub(w.logged[reason]) >= dropLogEvery {
 		w.logged[reason] = now
+		if jsonlog.On() {
+			jsonlog.Warn("Event not recorded", slog.String("reason", reason),
+				slog.String("counted_in", "events_dropped_total"), slog.String("error", err.Error()))
+			return
+		}
 		log.Warningf("Event not recorded (%s, counted in events_dropped_total): %v", reason, err)
 	}
 }

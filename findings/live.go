@@ -6,6 +6,7 @@ package findings
 
 import (
 	"context"
+	"log/slog"
 	"slices"
 	"strings"
 	"time"
@@ -13,6 +14,7 @@ import (
 	clog "github.com/coredns/coredns/plugin/pkg/log"
 
 	"github.com/nsguard/nsguard/audit"
+	"github.com/nsguard/nsguard/internal/jsonlog"
 	"github.com/nsguard/nsguard/logline"
 )
 
@@ -192,6 +194,14 @@ func (l *Live) report(f audit.Finding, gone bool) {
 		Name: f.Name, Message: f.Message, Fix: f.Fix, Repeats: repeats, Suppressed: suppressed}
 	if gone {
 		line.Message = "no longer holds: " + f.Message
+	}
+	if jsonlog.On() {
+		level := slog.LevelWarn
+		if gone || f.Severity == audit.Info {
+			level = slog.LevelInfo
+		}
+		jsonlog.Log(level, line.Msg(), line.Attrs()...)
+		return
 	}
 	msg := string(line.Append(make([]byte, 0, 512)))
 	if gone || f.Severity == audit.Info {
