@@ -14,6 +14,8 @@ func FuzzOffenders(f *testing.F) {
 	f.Add(mustReadF(f, nodeLocalLog))
 	f.Add(apexLine + " repeats=18446744073709551615\n" + shadowLine + "\r\n" + apexLine[:90])
 	f.Add("2026-12-02T21:34:35Z 2026/12/02 21:34:35 " + apexLine + " suppressed=3\n[pod/x/y] " + shadowLine)
+	f.Add(apexRecord + "\n[pod/x/y] 2026-12-02T21:34:35Z " + shadowRecord + "\n" + apexLine + "\n" + apexRecord[:120])
+	f.Add(strings.Replace(apexRecord, `}`, `,"repeats":18446744073709551615}`, 1) + "\r\n" + strings.Replace(apexRecord, `"fix"`, `"fix":1,"x"`, 1))
 	f.Fuzz(func(t *testing.T, log string) {
 		tl := newTally()
 		if err := tl.read("fuzz", strings.NewReader(log)); err != nil {

@@ -41,7 +41,15 @@ func parseLine(s string) (answerEntry, lineClass) {
 	var e answerEntry
 	s, e.at = stripPrefixes(s)
 	var err error
-	e.Entry, err = logline.Parse(s)
+	if strings.HasPrefix(s, "{") {
+		// -log-format json: one record a line, its time CoreDNS's own.
+		e.Entry, err = logline.ParseJSON(s)
+		if e.at.IsZero() {
+			e.at = recordTime(s)
+		}
+	} else {
+		e.Entry, err = logline.Parse(s)
+	}
 	switch {
 	case errors.Is(err, logline.ErrOther):
 		return e, otherLine
@@ -82,4 +90,15 @@ func stripPrefixes(s string) (string, time.Time) {
 		}
 	}
 	return s, at
+}
+
+// recordTime is the time of a JSON record, which CoreDNS's log writes first; zero if none.
+func recordTime(s string) time.Time {
+	v, ok := strings.CutPrefix(s, `{"time":"`)
+	if !ok {
+		return time.Time{}
+	}
+	v, _, _ = strings.Cut(v, `"`)
+	t, _ := time.Parse(time.RFC3339Nano, v)
+	return t
 }

@@ -17,6 +17,9 @@ const (
 	kubectlLog   = "testdata/coredns-kubectl.log" // kubectl logs -l k8s-app=kube-dns --prefix --timestamps
 	nodeLocalLog = "testdata/nodelocal-plain.log" // kubectl logs of one node-local cache, no timestamps
 	apexLine     = `[WARNING] plugin/nsguard: answer through namespace "my-app": client=10.244.1.5 pod=new-namespace-1/web question="my-app.svc.cluster.local. A" typed="my-app" answer=nodata records="" action=logged fix="no Service my-app in new-namespace-1; use my-app.new-namespace-2"`
+	// The same lines as CoreDNS -log-format json writes them.
+	apexRecord   = `{"time":"2026-12-02T21:34:35.123456789Z","level":"WARN","msg":"answer through namespace \"my-app\"","plugin":"nsguard","client":"10.244.1.5","pod":"new-namespace-1/web","question":"my-app.svc.cluster.local. A","typed":"my-app","answer":"nodata","records":"","action":"logged","fix":"no Service my-app in new-namespace-1; use my-app.new-namespace-2"}`
+	shadowRecord = `{"time":"2026-12-02T21:34:36Z","level":"WARN","msg":"endpoint shadows a Service \"primary.db\"","plugin":"nsguard","client":"10.244.1.5","pod":"new-namespace-1/web","question":"primary.db.new-namespace-1.svc.cluster.local. A","typed":"primary.db","got":"endpoint primary of Service db in namespace new-namespace-1","meant":"Service primary in namespace db","records":"primary.db.new-namespace-1.svc.cluster.local. 5 IN A 10.244.1.20","action":"logged","fix":"ask for primary.db.svc.cluster.local (or primary.db.svc), ..."}`
 	shadowLine   = `[WARNING] plugin/nsguard: endpoint shadows a Service "primary.db": client=10.244.1.5 pod=new-namespace-1/web question="primary.db.new-namespace-1.svc.cluster.local. A" typed="primary.db" got="endpoint primary of Service db in namespace new-namespace-1" meant="Service primary in namespace db" records="primary.db.new-namespace-1.svc.cluster.local. 5 IN A 10.244.1.20" action=logged fix="ask for primary.db.svc.cluster.local (or primary.db.svc), ..."`
 )
 
@@ -56,6 +59,36 @@ func TestParseLine(t *testing.T) {
 			answerEntry{Entry: apex, kind: kindNamespace, at: at("2026-12-02T21:34:35.000123Z")}},
 		{"kubectl timestamp before Go log date", "2026-12-02T21:34:35.5Z 2026/12/02 21:34:35 " + apexLine, answerLine,
 			answerEntry{Entry: apex, kind: kindNamespace, at: at("2026-12-02T21:34:35.5Z")}},
+
+		{"json namespace", apexRecord, answerLine, answerEntry{Entry: apex, kind: kindNamespace, at: at("2026-12-02T21:34:35.123456789Z")}},
+		{"json endpoint shadow", shadowRecord, answerLine, answerEntry{kind: kindShadow, at: at("2026-12-02T21:34:36Z"), Entry: logline.Entry{Kind: logline.Shadow,
+			Subject: "primary.db", Client: "10.244.1.5", Pod: "new-namespace-1/web",
+			Question: "primary.db.new-namespace-1.svc.cluster.local. A", Typed: "primary.db",
+			Records: "primary.db.new-namespace-1.svc.cluster.local. 5 IN A 10.244.1.20", Meant: "Service primary in namespace db",
+			Got: "endpoint primary of Service db in namespace new-namespace-1", Action: "logged",
+			Fix: "ask for primary.db.svc.cluster.local (or primary.db.svc), ..."}}},
+		{"json kubectl prefix and timestamp", "[pod/coredns-5d78c9869d-x2x4k/coredns] 2026-12-02T21:40:00Z " + apexRecord, answerLine,
+			answerEntry{Entry: apex, kind: kindNamespace, at: at("2026-12-02T21:40:00Z")}},
+		{"json kubectl prefix", "[pod/coredns-5d78c9869d-x2x4k/coredns] " + apexRecord, answerLine,
+			answerEntry{Entry: apex, kind: kindNamespace, at: at("2026-12-02T21:34:35.123456789Z")}},
+		{"json kubectl timestamp", "2026-12-02T21:40:00Z " + apexRecord, answerLine,
+			answerEntry{Entry: apex, kind: kindNamespace, at: at("2026-12-02T21:40:00Z")}},
+		{"json held", strings.Replace(apexRecord, `}`, `,"repeats":3,"suppressed":2}`, 1), answerLine,
+			answerEntry{Entry: with(apex, func(e *logline.Entry) { e.Repeats, e.Suppressed = 3, 2 }), kind: kindNamespace, at: at("2026-12-02T21:34:35.123456789Z")}},
+		{"json unknown key", strings.Replace(apexRecord, `}`, `,"zone":"cluster.local."}`, 1), answerLine,
+			answerEntry{Entry: apex, kind: kindNamespace, at: at("2026-12-02T21:34:35.123456789Z")}},
+
+		{"json other plugin", `{"time":"2026-12-02T21:34:35Z","level":"INFO","msg":"10.244.1.5:43101 - 27719 \"A IN my-app.svc.cluster.local. udp 53 false 512\" NOERROR","plugin":"log"}`, otherLine, answerEntry{}},
+		{"json nsguard warning", `{"time":"2026-12-02T21:34:35Z","level":"WARN","msg":"cluster view not synced; serving with core checks only until it is","plugin":"nsguard","after":"5s"}`, otherLine, answerEntry{}},
+		{"json finding", `{"time":"2026-12-02T21:34:35Z","level":"WARN","msg":"cluster finding \"Namespace my-app\"","plugin":"nsguard","check":"namespace-capture","severity":"warning","message":"m","fix":"f"}`, otherLine, answerEntry{}},
+		{"json answer line of another plugin", strings.Replace(apexRecord, `"plugin":"nsguard"`, `"plugin":"other"`, 1), otherLine, answerEntry{}},
+
+		{"json cut short", apexRecord[:len(apexRecord)-30], brokenLine, answerEntry{}},
+		{"json repeats not a number", strings.Replace(apexRecord, `}`, `,"repeats":"many"}`, 1), brokenLine, answerEntry{}},
+		{"json fix missing", strings.Replace(apexRecord, `,"fix":"no Service my-app in new-namespace-1; use my-app.new-namespace-2"`, ``, 1), brokenLine, answerEntry{}},
+		{"json pod malformed", strings.Replace(apexRecord, `"pod":"new-namespace-1/web"`, `"pod":"web"`, 1), brokenLine, answerEntry{}},
+		{"json subject unquoted", strings.Replace(apexRecord, `namespace \"my-app\"`, `namespace my-app`, 1), brokenLine, answerEntry{}},
+		{"json typed a number", strings.Replace(apexRecord, `"typed":"my-app"`, `"typed":7`, 1), brokenLine, answerEntry{}},
 
 		{"empty", "", otherLine, answerEntry{}},
 		{"garbage", "\x00\xff}{ ===", otherLine, answerEntry{}},
@@ -228,6 +261,35 @@ func TestOffendersAggregation(t *testing.T) {
 				t.Errorf("rows %q, fix %q; want %q, %q", got, r.Rows[0].Fix, tt.order, tt.fix)
 			}
 		})
+	}
+}
+
+// TestOffendersMixedStream: text and JSON lines of several pods, with and without kubectl's
+// prefixes, in one stream, are counted together; what does not parse is counted as broken.
+func TestOffendersMixedStream(t *testing.T) {
+	log := strings.Join([]string{
+		apexLine,
+		apexRecord,
+		"[pod/coredns-a/coredns] 2026-12-02T21:40:00Z " + strings.Replace(apexRecord, `}`, `,"repeats":4}`, 1),
+		"[pod/coredns-b/coredns] " + apexLine + " repeats=2",
+		"2026-12-02T21:41:00Z " + shadowRecord,
+		shadowLine,
+		`{"time":"2026-12-02T21:34:35Z","level":"INFO","msg":"CoreDNS-1.15.0","plugin":""}`,
+		"[INFO] plugin/reload: Running configuration SHA512 = 1",
+		apexRecord[:200],
+		apexLine[:100],
+	}, "\n")
+	_, r := offendersJSON(t, log)
+	var got []string
+	for _, o := range r.Rows {
+		got = append(got, o.who()+"/"+o.Typed+" "+itoa(o.Count))
+	}
+	want := []string{"new-namespace-1/web/my-app 10", "new-namespace-1/web/primary.db 2"}
+	if !slices.Equal(got, want) {
+		t.Errorf("rows %q, want %q", got, want)
+	}
+	if s := r.Summary; s.Lines != 6 || s.Broken != 2 || s.Skipped != 4 {
+		t.Errorf("summary %+v: want 6 lines read, 4 skipped of which 2 broken", s)
 	}
 }
 
@@ -445,3 +507,4 @@ func TestOffendersJSONAsEncoded(t *testing.T) {
 		}
 	}
 }
+func with(e logline.Entry, f func(*logline.Entry)) logline.Entry { f(&e); return e }
