@@ -55,8 +55,9 @@ func TestPluginOrder(t *testing.T) {
 	if d[g+1] != "cache" {
 		t.Errorf("nsguard is followed by %q, want cache", d[g+1])
 	}
-	// autopath calls the rest of the chain once per search candidate; acl may refuse first.
-	for _, before := range []string{"metadata", "prometheus", "log", "rewrite", "autopath", "acl"} {
+	// autopath calls the rest of the chain once per search candidate; acl may refuse first;
+	// metadata collects nsguard's values and dnstap wraps the writer nsguard answers into.
+	for _, before := range []string{"metadata", "dnstap", "prometheus", "log", "rewrite", "autopath", "acl"} {
 		if at(before) > g {
 			t.Errorf("%s runs after nsguard; it must run before", before)
 		}

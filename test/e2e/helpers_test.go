@@ -41,7 +41,7 @@ func startDNSOn(t *testing.T, cp *cluster.ControlPlane, ip string, cfg coredns.C
 		}
 		cfg.Metrics = addr
 	}
-	srv, err := coredns.Start(t.Context(), env.coredns, dir, ip, cfg.Corefile(), cfg.Metrics, "cluster.local.")
+	srv, err := coredns.StartWith(t.Context(), env.coredns, dir, ip, cfg.Corefile(), cfg.Metrics, "cluster.local.", nil, cfg.Flags)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,6 +29,7 @@ type Config struct {
 	Forward    string   // if set, cluster.local is forwarded here (node-local style) instead of served by kubernetes
 	Upstream   string   // if set, names kubernetes does not own (autopath's later candidates) are forwarded here
 	Reload     string   // if set, the reload plugin's interval
+	Flags      []string // CoreDNS's flags after -conf, such as -log-format json
 }
 
 var corefile = template.Must(template.New("Corefile").Parse(`cluster.local:53 {

@@ -40,6 +40,11 @@ func Start(ctx context.Context, bin, dir, ip, corefile, metrics, probe string) (
 // StartWithEnv is Start with environment variables added to the process's, such as
 // GOMEMLIMIT.
 func StartWithEnv(ctx context.Context, bin, dir, ip, corefile, metrics, probe string, env []string) (*Server, error) {
+	return StartWith(ctx, bin, dir, ip, corefile, metrics, probe, env, nil)
+}
+
+// StartWith is StartWithEnv with flags added after -conf, such as -log-format json.
+func StartWith(ctx context.Context, bin, dir, ip, corefile, metrics, probe string, env, flags []string) (*Server, error) {
 	if err := CheckPortFree(ip); err != nil {
 		return nil, err
 	}
@@ -48,7 +53,7 @@ func StartWithEnv(ctx context.Context, bin, dir, ip, corefile, metrics, probe st
 		return nil, err
 	}
 	s := &Server{IP: ip, Corefile: path, Metrics: metrics, ips: []string{ip}, grace: 5 * time.Second}
-	s.cmd = exec.Command(bin, "-conf", path)
+	s.cmd = exec.Command(bin, append([]string{"-conf", path}, flags...)...)
 	s.cmd.Dir = dir
 	if len(env) > 0 {
 		s.cmd.Env = append(os.Environ(), env...)
