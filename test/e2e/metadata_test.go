@@ -36,6 +36,9 @@ func TestMetadataInQueryLogAndDnstap(t *testing.T) {
 	frames := make(chan []byte, 1024)
 	go in.ReadInto(frames)
 
+	if err := cluster.ApplyShadow(t.Context(), env.cp.Clientset()); err != nil {
+		t.Fatal(err)
+	}
 	p := startDNS(t, "127.53.44.1", coredns.Config{
 		Before: []string{"metadata", `log . "` + queryLogFormat + `"`,
 			"dnstap unix://" + sock + " full {\n        extra \"{/nsguard/action} {/nsguard/kind} {/nsguard/typed} {/nsguard/client-namespace}/{/nsguard/client-pod}\"\n    }"},
@@ -44,8 +47,12 @@ func TestMetadataInQueryLogAndDnstap(t *testing.T) {
 	p.waitSynced(t)
 	p.ask(t, "my-app.svc.cluster.local.", dns.TypeA)
 	p.ask(t, cluster.AppService+"."+cluster.AppNamespace+".svc.cluster.local.", dns.TypeA)
+	shadow := cluster.ShadowService + "." + cluster.ShadowNamespace + "." + cluster.ClientNamespace + ".svc.cluster.local."
+	p.ask(t, shadow, dns.TypeA)
 
 	want := []string{
+		shadow + " NOERROR nsguard=logged kind=endpoint shadow typed=" + cluster.ShadowService + "." + cluster.ShadowNamespace +
+			" pod=client ns=" + cluster.ClientNamespace,
 		"my-app.svc.cluster.local. NOERROR nsguard=logged kind=namespace typed=my-app pod=client ns=" + cluster.ClientNamespace,
 		cluster.AppService + "." + cluster.AppNamespace + ".svc.cluster.local. NOERROR nsguard=- kind=- typed=- pod=- ns=-",
 	}
@@ -66,7 +73,7 @@ func TestMetadataInQueryLogAndDnstap(t *testing.T) {
 	held, service := "my-app.svc.cluster.local.", cluster.AppService+"."+cluster.AppNamespace+".svc.cluster.local."
 	extras := map[string]string{} // qname of each client response → extra
 	deadline := time.After(15 * time.Second)
-	for extras[held] == "" || extras[service] == "" {
+	for extras[held] == "" || extras[service] == "" || extras[shadow] == "" {
 		select {
 		case f := <-frames:
 			var d dnstap.Dnstap
@@ -89,6 +96,9 @@ func TestMetadataInQueryLogAndDnstap(t *testing.T) {
 	}
 	if got, want := extras[held], "logged namespace my-app "+cluster.ClientNamespace+"/client"; got != want {
 		t.Errorf("dnstap extra of the held answer %q, want %q", got, want)
+	}
+	if got, want := extras[shadow], "logged endpoint shadow "+cluster.ShadowService+"."+cluster.ShadowNamespace+" "+cluster.ClientNamespace+"/client"; got != want {
+		t.Errorf("dnstap extra of the endpoint shadow %q, want %q", got, want)
 	}
 	if got := extras[service]; got != "- - - -/-" {
 		t.Errorf("dnstap extra of a Service's answer %q, want nsguard's fields empty", got)
