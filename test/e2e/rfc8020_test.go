@@ -3,14 +3,12 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -125,14 +123,7 @@ func nodeLocalDNS(t *testing.T, c negativeCache) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		if err := srv.Stop(); err != nil {
-			t.Errorf("after stop: %v", err)
-		}
-		if t.Failed() {
-			t.Logf("--- %s log ---\n%s", c.name, srv.Log())
-		}
-	})
+	stopAtEnd(t, srv, c.name)
 }
 
 // tool is the path of a Debian package's program; hack/deps.sh installs them.
@@ -159,9 +150,18 @@ func runCache(t *testing.T, c negativeCache, bin string, args ...string) {
 	if err := coredns.CheckPortFree(c.ip); err != nil {
 		t.Fatal(err)
 	}
-	var log syncBuffer
+	// The program writes its log to a file, read back when it matters.
+	logFile, err := os.Create(filepath.Join(t.TempDir(), c.name+".log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logFile.Close() // the program has its own descriptor
+	logs := func() string {
+		b, _ := os.ReadFile(logFile.Name())
+		return string(b)
+	}
 	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = &log, &log
+	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -177,21 +177,21 @@ func runCache(t *testing.T, c negativeCache, bin string, args ...string) {
 			<-done
 		}
 		if t.Failed() {
-			t.Logf("--- %s log ---\n%s", c.name, log.String())
+			t.Logf("--- %s log ---\n%s", c.name, logs())
 		}
 	})
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		select {
 		case <-done:
-			t.Fatalf("%s exited at start:\n%s", c.name, log.String())
+			t.Fatalf("%s exited at start:\n%s", c.name, logs())
 		default:
 		}
 		if res, err := resolvers.Query(t.Context(), c.ip+":53", "cluster.local.", dns.TypeSOA); err == nil && res.Rcode == dns.RcodeSuccess {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s did not answer cluster.local SOA on %s:53 within 15s:\n%s", c.name, c.ip, log.String())
+			t.Fatalf("%s did not answer cluster.local SOA on %s:53 within 15s:\n%s", c.name, c.ip, logs())
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -323,11 +323,7 @@ func startRefusingClusterDNS(t *testing.T) *coredns.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		if err := up.Stop(); err != nil {
-			t.Errorf("upstream stand-in: %v", err)
-		}
-	})
+	stopAtEnd(t, up, "upstream stand-in")
 	src, err := os.ReadFile(filepath.Join("testdata", "corefiles", "kubeadm.Corefile"))
 	if err != nil {
 		t.Fatal(err)
@@ -350,15 +346,20 @@ func startRefusingClusterDNS(t *testing.T) *coredns.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
+	stopAtEnd(t, srv, "cluster DNS")
+	return srv
+}
+
+// stopAtEnd stops srv when the test ends, and shows its log if the test failed.
+func stopAtEnd(t *testing.T, srv *coredns.Server, what string) {
 	t.Cleanup(func() {
 		if err := srv.Stop(); err != nil {
-			t.Errorf("after stop: %v", err)
+			t.Errorf("%s, after stop: %v", what, err)
 		}
 		if t.Failed() {
-			t.Logf("--- cluster DNS log ---\n%s", srv.Log())
+			t.Logf("--- %s log ---\n%s", what, srv.Log())
 		}
 	})
-	return srv
 }
 
 // askAt sends one A question to ip:53.
@@ -380,22 +381,4 @@ func addrs(m *dns.Msg) string {
 		}
 	}
 	return strings.Join(out, " ")
-}
-
-// syncBuffer keeps a program's output for the test to read while it runs.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
