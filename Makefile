@@ -4,7 +4,7 @@ BIN       ?= bin
 FUZZTIME  ?= 10m
 BENCHSTAT ?= $(GO) run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
 
-.PHONY: all test test-node deps fmt-check vet cli-deps plugin-deps deploy-check coredns cli fuzz bench-go demo bench bench-scale clean
+.PHONY: all test test-node helm-check deps fmt-check vet cli-deps plugin-deps deploy-check coredns cli fuzz bench-go demo bench bench-scale clean
 
 all: coredns
 
@@ -21,6 +21,16 @@ test: deps fmt-check vet deploy-check cli-deps plugin-deps
 # it runs, and removes what it added.
 test-node: deps
 	$(GO) test -tags e2e -count=1 -timeout 45m -v ./test/e2e/node/
+
+# deploy/helm/values-nsguard.yaml against the chart version it names (test/e2e/helmcheck), with
+# a real helm: CHART is that chart, a directory or a .tgz (helm pull coredns/coredns --version
+# 1.46.2). Not in make test: no chart repository can be reached from the test machine.
+HELM ?= helm.sh/helm/v4/cmd/helm@v4.3.2
+helm-check:
+	@test -n "$(CHART)" || { echo "helm-check: set CHART to the coredns chart (directory or .tgz)"; exit 1; }
+	@mkdir -p $(BIN)
+	GOBIN=$(CURDIR)/$(BIN) $(GO) install $(HELM)
+	$(GO) run ./test/e2e/helmcheck -helm $(BIN)/helm -chart $(CHART)
 
 deps:
 	@hack/deps.sh

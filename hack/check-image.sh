@@ -85,6 +85,9 @@ files=$(cd "$mnt" && find . -type f | sort | tr '\n' ' ')
 plugins=$("$mnt/coredns" -plugins)
 grep -qx 'nsguard' <<<"$plugins" || fail "the image's coredns -plugins does not list nsguard"
 version=$("$mnt/coredns" -version | sed -n 1p) # sed reads it all: head could SIGPIPE coredns under pipefail
+# deploy/ tags the image as this CoreDNS version, which kubeadm upgrade reads from the tag.
+want=$(go list -m -f '{{.Version}}' github.com/coredns/coredns)
+[ "$version" = "CoreDNS-${want#v}" ] || fail "the image's coredns -version says \"$version\", want CoreDNS-${want#v} (go.mod)"
 
 size=$(inspect '{{.Size}}' 2>/dev/null || true)
 echo "check-image: ok: $tag ($version) user=$user entrypoint=$entrypoint ports=${ports% } caps=\"${caps#"$mnt"}\" nsguard listed${size:+ size=$size}"

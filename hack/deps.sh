@@ -20,6 +20,10 @@ wanted=(
   runc:runc
   containernetworking-plugins:/usr/lib/cni/bridge
   conntrack:conntrack
+  # the caches a refusal passes through (test/e2e/rfc8020_test.go); dnsmasq-base is the
+  # program without the system service
+  dnsmasq-base:/usr/sbin/dnsmasq
+  unbound:/usr/sbin/unbound
 )
 
 missing=()
@@ -42,3 +46,8 @@ echo "installing Debian packages: ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq "${missing[@]}" >/dev/null
+# Where an init system starts Unbound's service on install, stop it: it would hold port 53 on
+# localhost, and the tests run their own.
+if [[ " ${missing[*]} " == *" unbound "* ]] && command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet unbound 2>/dev/null; then
+  systemctl disable --now unbound >/dev/null 2>&1 || true
+fi

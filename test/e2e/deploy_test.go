@@ -73,7 +73,7 @@ func TestDeployManifestsDryRun(t *testing.T) {
 			if dir == "kubernetes/base" {
 				return
 			}
-			for _, want := range []string{"image: registry.example.com/platform/nsguard-coredns:v1.15.0-nsguard", "nsguard cluster.local {", "runAsUser: 65532"} {
+			for _, want := range []string{"image: registry.example.com/platform/nsguard/coredns:v1.15.0", "nsguard cluster.local {", "runAsUser: 65532"} {
 				if !bytes.Contains(out, []byte(want)) {
 					t.Errorf("%s renders without %q", dir, want)
 				}

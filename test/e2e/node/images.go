@@ -19,7 +19,7 @@ import (
 const (
 	// CoreDNSImage is deploy/kubernetes's image name: hack/check-image.sh's build of
 	// deploy/Dockerfile, under the name the overlay gives it, as a registry would hold it.
-	CoreDNSImage = "registry.example.com/platform/nsguard-coredns:v1.15.0-nsguard"
+	CoreDNSImage = "registry.example.com/platform/nsguard/coredns:v1.15.0"
 	// StockCoreDNSImage is CoreDNS v1.15.0 as released, without nsguard, for kubeadm's CoreDNS:
 	// built here from the v1.15.0 module under its released name, so kubeadm's manifest runs as is.
 	StockCoreDNSImage = "registry.k8s.io/coredns/coredns:v1.15.0"
