@@ -25,12 +25,33 @@ func centralPod(k resolvers.Kind) string   { return "client-" + k.String() }
 func nodeLocalPod(k resolvers.Kind) string { return "nodelocal-" + k.String() }
 
 // journey is what the steps of TestNode share.
-var journey struct {
-	appIP        string // Service my-app in new-namespace-2
-	centralLoad  string // the load client's Pod through kube-dns
-	nodeLoad     string // and through the node-local cache
-	readyTimes   []string
-	lookupsStart time.Time
+var journey journeyState
+
+type journeyState struct {
+	appIP       string // Service my-app in new-namespace-2
+	centralLoad string // the load client's Pod through kube-dns
+	nodeLoad    string // and through the node-local cache
+	readyTimes  []string
+	steps       []step // as they began
+	// record tells where the central load client's queries went, from the rollout on.
+	record    *dnsRecord
+	centralIP string // the central load client's address
+}
+
+type step struct {
+	name  string
+	began time.Time
+}
+
+// stepAt is the step that was running at t.
+func (j *journeyState) stepAt(t time.Time) string {
+	name := ""
+	for _, s := range j.steps {
+		if !t.Before(s.began) {
+			name = s.name
+		}
+	}
+	return name
 }
 
 // TestNode runs a platform team's journey on the node, each step on what the last left.
@@ -53,7 +74,13 @@ func TestNode(t *testing.T) {
 		{"NothingLost", stepNothingLost},
 		{"NothingLeftTheMachine", stepUplink},
 	}
+	defer func() {
+		if journey.record != nil {
+			journey.record.stop() // the conntrack process, whatever step failed
+		}
+	}()
 	for _, s := range steps {
+		journey.steps = append(journey.steps, step{s.name, time.Now()})
 		if !t.Run(s.name, s.run) {
 			t.Logf("--- kubectl get pods -A -o wide ---\n%s", kubectl(t, "get", "pods", "-A", "-o", "wide"))
 			t.FailNow() // each step stands on the last
@@ -155,7 +182,9 @@ func startLoad(t *testing.T, name, nameserver string) {
 // The runbook's step 2, under load: the overlay rolls CoreDNS over to the nsguard image.
 func stepRollout(t *testing.T) {
 	journey.centralLoad = "load-central"
+	journey.record = recordDNS(t, env.dir)
 	startLoad(t, journey.centralLoad, "")
+	journey.centralIP = waitRunning(t, "default", journey.centralLoad, time.Minute).Status.PodIP
 	must(t, "kubectl kustomize "+repoPath("deploy/kubernetes")+" >/dev/null")
 	must(t, "kubectl apply --dry-run=server -k "+repoPath("deploy/kubernetes"))
 	must(t, "kubectl apply -k "+repoPath("deploy/kubernetes"))

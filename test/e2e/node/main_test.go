@@ -21,6 +21,7 @@ import (
 var env struct {
 	node *Node
 	root string
+	dir  string // this run's, removed at the end
 	bin  string // kubectl, and kubectl-nsguard: the PATH of a user's shell
 	// before is the host before the node started
 	before host
@@ -70,7 +71,7 @@ func setUp(dir string) error {
 	if err != nil {
 		return err
 	}
-	env.root = root
+	env.root, env.dir = root, dir
 	binDir, err := cluster.BuildTools(ctx)
 	if err != nil {
 		return err
