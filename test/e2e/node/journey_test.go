@@ -62,6 +62,7 @@ func TestNode(t *testing.T) {
 	}{
 		{"KubeadmCoreDNS", stepKubeadm},
 		{"IncidentBeforeNSGuard", stepBefore},
+		{"ReadinessFirst", stepReadinessFirst},
 		{"RolloutModeLog", stepRollout},
 		{"LogLineEventOffenders", stepReport},
 		{"NodeLocal", stepNodeLocal},
@@ -136,6 +137,37 @@ func stepBefore(t *testing.T) {
 			t.Errorf("%s got %s, want %s", k, show(r), want[k])
 		}
 	}
+}
+
+// The runbook's step 2 begins on the CoreDNS the cluster runs: a readiness probe every second
+// and a 15 s lameduck, so that the Pods the rollout stops leave kube-dns before they stop.
+// This rollout stops kubeadm's Pods, which cannot (they exit while still serving): the
+// runbook does it at a quiet hour, and so does the suite, before its load clients start.
+func stepReadinessFirst(t *testing.T) {
+	kubeadms := coreDNSPods(t)
+	must(t, "kubectl -n kube-system get configmap coredns -o yaml | sed 's/lameduck 5s/lameduck 15s/' | kubectl replace -f -")
+	must(t, "kubectl -n kube-system patch deployment coredns --patch-file "+repoPath("deploy/kubernetes/readiness-patch.yaml"))
+	must(t, "kubectl -n kube-system rollout status deployment/coredns --timeout=5m")
+	for _, p := range kubeadms { // rollout status is done before they have stopped
+		waitGone(t, "kube-system", p.Name)
+	}
+	cm, err := env.node.CP.Clientset().CoreV1().ConfigMaps("kube-system").Get(t.Context(), "coredns", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(cm.Data["Corefile"], "lameduck 15s") {
+		t.Errorf("the Corefile has no lameduck 15s:\n%s", cm.Data["Corefile"])
+	}
+	pods := coreDNSPods(t)
+	for _, p := range pods {
+		if img := p.Spec.Containers[0].Image; img != StockCoreDNSImage {
+			t.Errorf("pod %s runs %s, want kubeadm's %s still", p.Name, img, StockCoreDNSImage)
+		}
+		if pr := p.Spec.Containers[0].ReadinessProbe; pr == nil || pr.PeriodSeconds != 1 || pr.FailureThreshold != 2 {
+			t.Errorf("pod %s has the readiness probe %+v, want every 1s, 2 failures", p.Name, pr)
+		}
+	}
+	checkReadyTimes(t, pods)
 }
 
 // loadPod resolves two Service names 50 times a second, through kube-dns or, with
