@@ -64,43 +64,52 @@ func recordDNS(t *testing.T, dir string) *dnsRecord {
 	}
 	r.done.Go(func() { ct.Wait(); f.Close() })
 
-	w, err := env.node.CP.Clientset().DiscoveryV1().EndpointSlices("kube-system").Watch(ctx,
-		metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=kube-dns"})
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
+	// A watch of its own, begun again at once whenever it ends (the API server away): an
+	// informer would wait out client-go's back-off, and miss what happens meanwhile.
 	r.done.Go(func() {
 		seen := map[string]map[string]string{} // slice -> ip -> pod
-		for ev := range w.ResultChan() {
-			s, ok := ev.Object.(*discoveryv1.EndpointSlice)
-			if !ok {
+		for ctx.Err() == nil {
+			w, err := env.node.CP.Clientset().DiscoveryV1().EndpointSlices("kube-system").Watch(ctx,
+				metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=kube-dns"})
+			if err != nil {
+				time.Sleep(200 * time.Millisecond)
 				continue
 			}
-			now := time.Now()
-			r.mu.Lock()
-			cur := map[string]string{}
-			for _, e := range s.Endpoints {
-				if len(e.Addresses) == 0 || ev.Type == watch.Deleted {
+			for ev := range w.ResultChan() {
+				s, ok := ev.Object.(*discoveryv1.EndpointSlice)
+				if !ok {
 					continue
 				}
-				pod := ""
-				if e.TargetRef != nil {
-					pod = e.TargetRef.Name
-				}
-				cur[e.Addresses[0]] = pod
-				r.slices = append(r.slices, sliceChange{at: now, ip: e.Addresses[0], pod: pod, state: endpointState(e.Conditions), sliceName: s.Name})
+				r.change(seen, s, ev.Type == watch.Deleted)
 			}
-			for ip, pod := range seen[s.Name] {
-				if _, ok := cur[ip]; !ok {
-					r.slices = append(r.slices, sliceChange{at: now, ip: ip, pod: pod, state: "gone", sliceName: s.Name})
-				}
-			}
-			seen[s.Name] = cur
-			r.mu.Unlock()
 		}
 	})
 	return r
+}
+
+// change records what an EndpointSlice of kube-dns says now, against what it said before.
+func (r *dnsRecord) change(seen map[string]map[string]string, s *discoveryv1.EndpointSlice, deleted bool) {
+	now := time.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	cur := map[string]string{}
+	for _, e := range s.Endpoints {
+		if len(e.Addresses) == 0 || deleted {
+			continue
+		}
+		pod := ""
+		if e.TargetRef != nil {
+			pod = e.TargetRef.Name
+		}
+		cur[e.Addresses[0]] = pod
+		r.slices = append(r.slices, sliceChange{at: now, ip: e.Addresses[0], pod: pod, state: endpointState(e.Conditions), sliceName: s.Name})
+	}
+	for ip, pod := range seen[s.Name] {
+		if _, ok := cur[ip]; !ok {
+			r.slices = append(r.slices, sliceChange{at: now, ip: ip, pod: pod, state: "gone", sliceName: s.Name})
+		}
+	}
+	seen[s.Name] = cur
 }
 
 func endpointState(c discoveryv1.EndpointConditions) string {
