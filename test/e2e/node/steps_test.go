@@ -355,6 +355,40 @@ func stepOutage(t *testing.T) {
 	if err := env.node.Healthy(); err != nil {
 		t.Error(err)
 	}
+	t.Logf("the control plane and kube-proxy follow changes again %s after the API server came back", waitFollowing(t).Sub(back).Round(time.Second))
+}
+
+// waitFollowing waits until the EndpointSlice controller and kube-proxy follow changes
+// again, and returns when they do. After the API server was away, each informer relists
+// only when client-go's back-off lets it, tens of seconds later; until then a stopped
+// CoreDNS Pod stays in kube-dns's EndpointSlice and in kube-proxy's rules, and the queries
+// kube-proxy sends it are lost. A rollout, like the roll back that comes next, waits for
+// that. The proof: a Service that selects a label put on the central load client after the
+// outage gets its EndpointSlice and kube-proxy's DNAT rule to the Pod.
+func waitFollowing(t *testing.T) time.Time {
+	t.Helper()
+	mark := strconv.FormatInt(time.Now().UnixNano(), 10)
+	apply(t, `apiVersion: v1
+kind: Service
+metadata: {name: nsguard-e2e-following, namespace: default}
+spec:
+  selector: {nsguard-e2e-following: "`+mark+`"}
+  ports: [{name: probe, port: 9, protocol: UDP}]
+`)
+	defer sh(t, "kubectl delete -n default service nsguard-e2e-following; kubectl label -n default pod "+journey.centralLoad+" nsguard-e2e-following-")
+	must(t, "kubectl label -n default --overwrite pod "+journey.centralLoad+" nsguard-e2e-following="+mark)
+	podIP := waitRunning(t, "default", journey.centralLoad, time.Minute).Status.PodIP
+	rule := regexp.MustCompile(`(?m)"default/nsguard-e2e-following:probe".* -j DNAT --to-destination ` + regexp.QuoteMeta(podIP) + `:9$`)
+	for deadline := time.Now().Add(3 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		rules, _ := sh(t, "iptables-save -t nat")
+		if rule.MatchString(rules) {
+			return time.Now()
+		}
+		if time.Now().After(deadline) {
+			slices, _ := sh(t, "kubectl get endpointslices -n default -l kubernetes.io/service-name=nsguard-e2e-following -o wide")
+			t.Fatalf("3 minutes after the API server came back, kube-proxy has no rule to %s for Service nsguard-e2e-following:\n%s", podIP, slices)
+		}
+	}
 }
 
 // staleGauge reads coredns_nsguard_view_stale, summed over server blocks.
