@@ -34,7 +34,15 @@ func TestMain(m *testing.M) {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
-		defer os.RemoveAll(dir)
+		defer func() {
+			// NSGUARD_NODE_KEEP=1 keeps the run's directory: every daemon's log and the
+			// conntrack record of the load client's queries, to read after a failure.
+			if os.Getenv("NSGUARD_NODE_KEEP") != "" {
+				fmt.Fprintf(os.Stderr, "node: the run's directory is kept: %s\n", dir)
+				return
+			}
+			os.RemoveAll(dir)
+		}()
 		defer cluster.KillAll()
 		defer coredns.StopAll()
 		if err := setUp(dir); err != nil {
