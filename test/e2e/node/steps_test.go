@@ -410,6 +410,7 @@ func staleGauge(t *testing.T, url string) float64 {
 
 // The runbook's roll back to stock CoreDNS, under load.
 func stepRollback(t *testing.T) {
+	nsguards := coreDNSPods(t)
 	must(t, "kubectl apply -k "+repoPath("deploy/kubernetes/base"))
 	must(t, "kubectl delete --ignore-not-found clusterrole,clusterrolebinding system:coredns-nsguard system:coredns-nsguard-events")
 	must(t, "kubectl -n kube-system rollout status deployment/coredns --timeout=5m")
@@ -420,6 +421,11 @@ func stepRollback(t *testing.T) {
 		}
 	}
 	checkReadyTimes(t, pods)
+	// rollout status is done while nsguard's Pods still answer in their lame duck: the
+	// load clients go on until they have exited and left kube-dns.
+	for _, p := range nsguards {
+		waitGone(t, "kube-system", p.Name)
+	}
 	// Lookups still under way end within the resolver's own timeouts: count them too.
 	waitLookupsEnded(t, time.Now())
 }
