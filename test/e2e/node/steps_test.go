@@ -361,6 +361,11 @@ func stepOutage(t *testing.T) {
 		t.Error(err)
 	}
 	t.Logf("the control plane and kube-proxy follow changes again %s after the API server came back", waitFollowing(t).Sub(back).Round(time.Second))
+	// The runbook: no rollout in the minute after the API server was away. Every informer
+	// (kubelet's ConfigMap cache too, which gives a new Pod its Corefile) relists within
+	// client-go's back-off, under 60 s; a roll back 39 s after started kubeadm's image on
+	// nsguard's Corefile, which it cannot read, twice.
+	time.Sleep(time.Until(back.Add(time.Minute)))
 }
 
 // waitFollowing waits until the EndpointSlice controller and kube-proxy follow changes
