@@ -8,12 +8,15 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/coredns/coredns/test"
 
 	"github.com/miekg/dns"
+
+	"github.com/nsguard/nsguard/test/e2e/loopback"
 )
 
 // The zone stands in for both upstreams: namespace my-app exists but holds only names
@@ -191,14 +194,15 @@ func sameRRs(got []dns.RR, want []string) bool {
 	return true
 }
 
+// freePort is a free loopback address, for TCP and UDP, that no other test process on the
+// machine gets meanwhile (see package loopback).
 func freePort(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := loopback.FreePorts(1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().String()
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(p[0]))
 }
 
 func scrape(t *testing.T, addr string) string {

@@ -9,8 +9,9 @@ import (
 
 // startControllers starts kube-controller-manager and kube-scheduler on loopback ports of
 // their own, with the admin kubeconfig, and waits for each one's /healthz. Neither runs a
-// leader election: with one of each, an API server away for longer than the lease would
-// make them exit, which no real control plane of one member does either.
+// leader election, so that neither exits on its own when the API server is away; a test
+// that takes it away starts kube-controller-manager again, as its static Pod would be
+// (RestartControllerManager).
 func (cp *ControlPlane) startControllers(ctx context.Context, kcmPort, schedPort int) error {
 	d := cp.workDir
 	kcm := append([]string{
@@ -32,6 +33,7 @@ func (cp *ControlPlane) startControllers(ctx context.Context, kcmPort, schedPort
 	cp.mu.Lock()
 	defer cp.mu.Unlock()
 	var err error
+	cp.kcmArgs, cp.kcmPort = kcm, kcmPort
 	if cp.controllers, err = cp.startComponent(ctx, "kube-controller-manager", kcmPort, kcm); err != nil {
 		return err
 	}

@@ -41,6 +41,8 @@ type ControlPlane struct {
 	mu                    sync.Mutex
 	etcd, api             *process
 	controllers, schedule *process // with Options.Controllers
+	kcmArgs               []string // kube-controller-manager's, to start it again
+	kcmPort               int
 	stopped               bool
 }
 
@@ -145,6 +147,24 @@ func (cp *ControlPlane) RestartAPIServer(ctx context.Context) error {
 	}
 	cp.api = p
 	return nil
+}
+
+// RestartControllerManager stops kube-controller-manager and starts it again with the same
+// flags, as a control plane of one member does when the API server was away longer than the
+// leader lease (kube-controller-manager exits, its static Pod starts again). One that lives
+// through the outage judges the node by the last heartbeat it saw before it, marks the node
+// and every Pod on it NotReady once it can write again, and, its informers in client-go's
+// back-off, keeps them so for up to a minute: every Service of the node loses its endpoints.
+func (cp *ControlPlane) RestartControllerManager(ctx context.Context) error {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	if cp.stopped || cp.controllers == nil {
+		return fmt.Errorf("kube-controller-manager is not running")
+	}
+	cp.controllers.stop(apiserverGrace)
+	p, err := cp.startComponent(ctx, "kube-controller-manager", cp.kcmPort, cp.kcmArgs)
+	cp.controllers = p
+	return err
 }
 
 // Stop stops kube-apiserver then etcd and reaps them. It is idempotent, safe

@@ -120,10 +120,11 @@ README.md        the nsguard directive, where it must sit among the plugins, and
 docs/rollout.md  rolling nsguard out to a cluster, step by step`)
 }
 
+// header starts a step, saying how long the demo has run so far.
 func (d *demo) header(title string) {
 	d.step++
 	fmt.Println()
-	d.bold(fmt.Sprintf("[%d/%d] %s", d.step, steps, title))
+	d.bold(fmt.Sprintf("[%d/%d] %s (at %s)", d.step, steps, title, time.Since(d.start).Round(time.Second)))
 }
 
 func (d *demo) bold(s string) {

@@ -37,6 +37,10 @@ type builder struct {
 	root, dir string // the repository, and a scratch directory
 	store     string // buildah's
 	archives  string // the images' OCI archives, by content
+	// bin holds the binaries the images are made of, from one run to the next: go build
+	// links again only when a binary's inputs changed (its build ID), and a CoreDNS link
+	// takes seconds.
+	bin string
 }
 
 func newBuilder(root, dir string) *builder {
@@ -44,7 +48,8 @@ func newBuilder(root, dir string) *builder {
 	if cache == "" {
 		cache = filepath.Join(os.Getenv("HOME"), ".cache", "nsguard")
 	}
-	return &builder{root: root, dir: dir, store: filepath.Join(cache, "buildah"), archives: filepath.Join(cache, "node-images")}
+	return &builder{root: root, dir: dir, store: filepath.Join(cache, "buildah"), archives: filepath.Join(cache, "node-images"),
+		bin: filepath.Join(cache, "node-bin")}
 }
 
 // contentKey hashes what makes an image: its name, user and entrypoint, and each file of its
@@ -235,7 +240,7 @@ func (b *builder) goBuild(ctx context.Context, pkg, out string) error {
 // released CoreDNS's binary, which serves the upstream stand-in too.
 func buildImages(ctx context.Context, root, dir string) (stockCoreDNS string, err error) {
 	b := newBuilder(root, dir)
-	bin := filepath.Join(dir, "bin")
+	bin := b.bin
 	if err := os.MkdirAll(bin, 0o755); err != nil {
 		return "", err
 	}

@@ -25,12 +25,33 @@ func centralPod(k resolvers.Kind) string   { return "client-" + k.String() }
 func nodeLocalPod(k resolvers.Kind) string { return "nodelocal-" + k.String() }
 
 // journey is what the steps of TestNode share.
-var journey struct {
-	appIP        string // Service my-app in new-namespace-2
-	centralLoad  string // the load client's Pod through kube-dns
-	nodeLoad     string // and through the node-local cache
-	readyTimes   []string
-	lookupsStart time.Time
+var journey journeyState
+
+type journeyState struct {
+	appIP       string // Service my-app in new-namespace-2
+	centralLoad string // the load client's Pod through kube-dns
+	nodeLoad    string // and through the node-local cache
+	readyTimes  []string
+	steps       []step // as they began
+	// record tells where the central load client's queries went, from the rollout on.
+	record    *dnsRecord
+	centralIP string // the central load client's address
+}
+
+type step struct {
+	name  string
+	began time.Time
+}
+
+// stepAt is the step that was running at t.
+func (j *journeyState) stepAt(t time.Time) string {
+	name := ""
+	for _, s := range j.steps {
+		if !t.Before(s.began) {
+			name = s.name
+		}
+	}
+	return name
 }
 
 // TestNode runs a platform team's journey on the node, each step on what the last left.
@@ -41,6 +62,7 @@ func TestNode(t *testing.T) {
 	}{
 		{"KubeadmCoreDNS", stepKubeadm},
 		{"IncidentBeforeNSGuard", stepBefore},
+		{"ReadinessFirst", stepReadinessFirst},
 		{"RolloutModeLog", stepRollout},
 		{"LogLineEventOffenders", stepReport},
 		{"NodeLocal", stepNodeLocal},
@@ -53,7 +75,13 @@ func TestNode(t *testing.T) {
 		{"NothingLost", stepNothingLost},
 		{"NothingLeftTheMachine", stepUplink},
 	}
+	defer func() {
+		if journey.record != nil {
+			journey.record.stop() // the conntrack process, whatever step failed
+		}
+	}()
 	for _, s := range steps {
+		journey.steps = append(journey.steps, step{s.name, time.Now()})
 		if !t.Run(s.name, s.run) {
 			t.Logf("--- kubectl get pods -A -o wide ---\n%s", kubectl(t, "get", "pods", "-A", "-o", "wide"))
 			t.FailNow() // each step stands on the last
@@ -111,6 +139,37 @@ func stepBefore(t *testing.T) {
 	}
 }
 
+// The runbook's step 2 begins on the CoreDNS the cluster runs: a readiness probe every second
+// and a 15 s lameduck, so that the Pods the rollout stops leave kube-dns before they stop.
+// This rollout stops kubeadm's Pods, which cannot (they exit while still serving): the
+// runbook does it at a quiet hour, and so does the suite, before its load clients start.
+func stepReadinessFirst(t *testing.T) {
+	kubeadms := coreDNSPods(t)
+	must(t, "kubectl -n kube-system get configmap coredns -o yaml | sed 's/lameduck 5s/lameduck 15s/' | kubectl replace -f -")
+	must(t, "kubectl -n kube-system patch deployment coredns --patch-file "+repoPath("deploy/kubernetes/readiness-patch.yaml"))
+	must(t, "kubectl -n kube-system rollout status deployment/coredns --timeout=5m")
+	for _, p := range kubeadms { // rollout status is done before they have stopped
+		waitGone(t, "kube-system", p.Name)
+	}
+	cm, err := env.node.CP.Clientset().CoreV1().ConfigMaps("kube-system").Get(t.Context(), "coredns", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(cm.Data["Corefile"], "lameduck 15s") {
+		t.Errorf("the Corefile has no lameduck 15s:\n%s", cm.Data["Corefile"])
+	}
+	pods := coreDNSPods(t)
+	for _, p := range pods {
+		if img := p.Spec.Containers[0].Image; img != StockCoreDNSImage {
+			t.Errorf("pod %s runs %s, want kubeadm's %s still", p.Name, img, StockCoreDNSImage)
+		}
+		if pr := p.Spec.Containers[0].ReadinessProbe; pr == nil || pr.PeriodSeconds != 1 || pr.FailureThreshold != 2 {
+			t.Errorf("pod %s has the readiness probe %+v, want every 1s, 2 failures", p.Name, pr)
+		}
+	}
+	checkReadyTimes(t, pods)
+}
+
 // loadPod resolves two Service names 50 times a second, through kube-dns or, with
 // nameserver, through that server.
 func loadPod(name, nameserver string) string {
@@ -155,7 +214,9 @@ func startLoad(t *testing.T, name, nameserver string) {
 // The runbook's step 2, under load: the overlay rolls CoreDNS over to the nsguard image.
 func stepRollout(t *testing.T) {
 	journey.centralLoad = "load-central"
+	journey.record = recordDNS(t, env.dir)
 	startLoad(t, journey.centralLoad, "")
+	journey.centralIP = waitRunning(t, "default", journey.centralLoad, time.Minute).Status.PodIP
 	must(t, "kubectl kustomize "+repoPath("deploy/kubernetes")+" >/dev/null")
 	must(t, "kubectl apply --dry-run=server -k "+repoPath("deploy/kubernetes"))
 	must(t, "kubectl apply -k "+repoPath("deploy/kubernetes"))

@@ -21,6 +21,7 @@ import (
 var env struct {
 	node *Node
 	root string
+	dir  string // this run's, removed at the end
 	bin  string // kubectl, and kubectl-nsguard: the PATH of a user's shell
 	// before is the host before the node started
 	before host
@@ -33,7 +34,15 @@ func TestMain(m *testing.M) {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
-		defer os.RemoveAll(dir)
+		defer func() {
+			// NSGUARD_NODE_KEEP=1 keeps the run's directory: every daemon's log and the
+			// conntrack record of the load client's queries, to read after a failure.
+			if os.Getenv("NSGUARD_NODE_KEEP") != "" {
+				fmt.Fprintf(os.Stderr, "node: the run's directory is kept: %s\n", dir)
+				return
+			}
+			os.RemoveAll(dir)
+		}()
 		defer cluster.KillAll()
 		defer coredns.StopAll()
 		if err := setUp(dir); err != nil {
@@ -70,7 +79,7 @@ func setUp(dir string) error {
 	if err != nil {
 		return err
 	}
-	env.root = root
+	env.root, env.dir = root, dir
 	binDir, err := cluster.BuildTools(ctx)
 	if err != nil {
 		return err

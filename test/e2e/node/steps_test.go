@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nsguard/nsguard/test/e2e/coredns"
@@ -334,6 +333,11 @@ func stepOutage(t *testing.T) {
 	if err := env.node.CP.RestartAPIServer(t.Context()); err != nil {
 		t.Fatal(err)
 	}
+	// A minute away is longer than kube-controller-manager's leader lease: in a control
+	// plane of one member it exits and starts again (cluster.RestartControllerManager).
+	if err := env.node.CP.RestartControllerManager(t.Context()); err != nil {
+		t.Fatal(err)
+	}
 	back := time.Now()
 	t.Logf("the API server was away %s; stale gauge rose after %v", back.Sub(start).Round(time.Second), rose)
 	for name := range scrapes {
@@ -356,6 +360,45 @@ func stepOutage(t *testing.T) {
 	if err := env.node.Healthy(); err != nil {
 		t.Error(err)
 	}
+	t.Logf("the control plane and kube-proxy follow changes again %s after the API server came back", waitFollowing(t).Sub(back).Round(time.Second))
+	// The runbook: no rollout in the minute after the API server was away. Every informer
+	// (kubelet's ConfigMap cache too, which gives a new Pod its Corefile) relists within
+	// client-go's back-off, under 60 s; a roll back 39 s after started kubeadm's image on
+	// nsguard's Corefile, which it cannot read, twice.
+	time.Sleep(time.Until(back.Add(time.Minute)))
+}
+
+// waitFollowing waits until the EndpointSlice controller and kube-proxy follow changes
+// again, and returns when they do. After the API server was away, each informer relists
+// only when client-go's back-off lets it, tens of seconds later; until then a stopped
+// CoreDNS Pod stays in kube-dns's EndpointSlice and in kube-proxy's rules, and the queries
+// kube-proxy sends it are lost. A rollout, like the roll back that comes next, waits for
+// that. The proof: a Service that selects a label put on the central load client after the
+// outage gets its EndpointSlice and kube-proxy's DNAT rule to the Pod.
+func waitFollowing(t *testing.T) time.Time {
+	t.Helper()
+	mark := strconv.FormatInt(time.Now().UnixNano(), 10)
+	apply(t, `apiVersion: v1
+kind: Service
+metadata: {name: nsguard-e2e-following, namespace: default}
+spec:
+  selector: {nsguard-e2e-following: "`+mark+`"}
+  ports: [{name: probe, port: 9, protocol: UDP}]
+`)
+	defer sh(t, "kubectl delete -n default service nsguard-e2e-following; kubectl label -n default pod "+journey.centralLoad+" nsguard-e2e-following-")
+	must(t, "kubectl label -n default --overwrite pod "+journey.centralLoad+" nsguard-e2e-following="+mark)
+	podIP := waitRunning(t, "default", journey.centralLoad, time.Minute).Status.PodIP
+	rule := regexp.MustCompile(`(?m)"default/nsguard-e2e-following:probe".* -j DNAT --to-destination ` + regexp.QuoteMeta(podIP) + `:9$`)
+	for deadline := time.Now().Add(3 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		rules, _ := sh(t, "iptables-save -t nat")
+		if rule.MatchString(rules) {
+			return time.Now()
+		}
+		if time.Now().After(deadline) {
+			slices, _ := sh(t, "kubectl get endpointslices -n default -l kubernetes.io/service-name=nsguard-e2e-following -o wide")
+			t.Fatalf("3 minutes after the API server came back, kube-proxy has no rule to %s for Service nsguard-e2e-following:\n%s", podIP, slices)
+		}
+	}
 }
 
 // staleGauge reads coredns_nsguard_view_stale, summed over server blocks.
@@ -372,6 +415,7 @@ func staleGauge(t *testing.T, url string) float64 {
 
 // The runbook's roll back to stock CoreDNS, under load.
 func stepRollback(t *testing.T) {
+	nsguards := coreDNSPods(t)
 	must(t, "kubectl apply -k "+repoPath("deploy/kubernetes/base"))
 	must(t, "kubectl delete --ignore-not-found clusterrole,clusterrolebinding system:coredns-nsguard system:coredns-nsguard-events")
 	must(t, "kubectl -n kube-system rollout status deployment/coredns --timeout=5m")
@@ -382,38 +426,131 @@ func stepRollback(t *testing.T) {
 		}
 	}
 	checkReadyTimes(t, pods)
-	// Lookups still in flight end within the resolver's two 5 s tries: count them too.
-	time.Sleep(15 * time.Second)
+	// rollout status is done while nsguard's Pods still answer in their lame duck: the
+	// load clients go on until they have exited and left kube-dns.
+	for _, p := range nsguards {
+		waitGone(t, "kube-system", p.Name)
+	}
+	// Lookups still under way end within the resolver's own timeouts: count them too.
+	waitLookupsEnded(t, time.Now())
+}
+
+// whereLost tells where the queries of the failed lookup went, from a load client's line:
+//
+//	FAILED began=2026-12-07T08:10:36.258229025Z took=21ms my-app.new-namespace-2: ...
+func whereLost(line string) string {
+	m := regexp.MustCompile(`began=(\S+) took=(\S+) `).FindStringSubmatch(line)
+	if m == nil {
+		return "no began and took in " + line
+	}
+	began, err1 := time.Parse(time.RFC3339Nano, m[1])
+	took, err2 := time.ParseDuration(m[2])
+	if err1 != nil || err2 != nil {
+		return fmt.Sprintf("%q: %v %v", line, err1, err2)
+	}
+	end := began.Add(took + 10*time.Millisecond)
+	return fmt.Sprintf("queries of %s to kube-dns from %s to %s, by the Pod they went to (conntrack), as kube-dns's EndpointSlices said of it then:\n%s\nkube-dns's EndpointSlices meanwhile:\n%s",
+		journey.centralIP, began.UTC().Format("15:04:05.000"), end.UTC().Format("15:04:05.000"),
+		journey.record.whereQueriesWent(journey.centralIP, began, end), journey.record.timeline(began.Add(-10*time.Second), end))
+}
+
+// waitLookupsEnded waits until every lookup the load clients began before t has ended.
+func waitLookupsEnded(t *testing.T, before time.Time) {
+	t.Helper()
+	line := regexp.MustCompile(`(?m)^t=(\S+) .* oldest=(\S+)$`)
+	for _, name := range []string{journey.centralLoad, journey.nodeLoad} {
+		for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(time.Second) {
+			out := kubectl(t, "logs", "-n", "default", name, "--tail=5")
+			done := false
+			for _, m := range line.FindAllStringSubmatch(out, -1) {
+				at, err := time.Parse(time.RFC3339, m[1])
+				if err != nil || !at.After(before) {
+					continue
+				}
+				oldest, err := time.Parse(time.RFC3339Nano, m[2])
+				done = done || m[2] == "-" || err == nil && oldest.After(before)
+			}
+			if done {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: lookups begun before %s still under way after 2 minutes:\n%s", name, before.UTC().Format(time.RFC3339Nano), out)
+			}
+		}
+	}
 }
 
 // Through everything: no lookup of the load clients failed, no container restarted or was
-// killed for memory.
+// killed for memory. The lookups answered, failed and answered slowly (after a resolver's
+// retry) are told per step of the journey.
 func stepNothingLost(t *testing.T) {
+	type counts struct{ ok, failed, slow int }
+	perStep := map[string]map[string]*counts{} // load Pod -> step -> counts
+	second := regexp.MustCompile(`^t=(\S+) ok=(\d+) failed=(\d+) slow=(\d+) total_ok=(\d+) total_failed=(\d+) total_slow=(\d+)`)
 	for _, name := range []string{journey.centralLoad, journey.nodeLoad} {
 		out := kubectl(t, "logs", "-n", "default", name)
-		last, slow := "", 0
-		for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
-			if strings.HasPrefix(l, "t=") {
-				last = l
-				if m := regexp.MustCompile(` ok=(\d+) `).FindStringSubmatch(l); m != nil {
-					if n, _ := strconv.Atoi(m[1]); n < 25 {
-						slow++
-					}
-				}
-			}
-			if strings.HasPrefix(l, "FAILED") {
-				t.Errorf("%s: %s", name, l)
-			}
+		perStep[name] = map[string]*counts{}
+		var last []string
+		if name == journey.centralLoad {
+			journey.record.stop()
 		}
-		m := regexp.MustCompile(`total_ok=(\d+) total_failed=(\d+)`).FindStringSubmatch(last)
-		if m == nil {
+		for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+			switch {
+			case strings.HasPrefix(l, "FAILED"):
+				t.Errorf("%s: %s", name, l)
+				if name == journey.centralLoad {
+					t.Log(whereLost(l))
+				}
+			case strings.HasPrefix(l, "SLOW"):
+				t.Logf("%s: %s", name, l)
+			}
+			m := second.FindStringSubmatch(l)
+			if m == nil {
+				continue
+			}
+			last = m
+			at, err := time.Parse(time.RFC3339, m[1])
+			if err != nil {
+				t.Fatalf("%s: %q: %v", name, l, err)
+			}
+			// The second's lookups ended in the second before its line.
+			step := journey.stepAt(at.Add(-500 * time.Millisecond))
+			c := perStep[name][step]
+			if c == nil {
+				c = &counts{}
+				perStep[name][step] = c
+			}
+			ok, _ := strconv.Atoi(m[2])
+			failed, _ := strconv.Atoi(m[3])
+			slow, _ := strconv.Atoi(m[4])
+			c.ok, c.failed, c.slow = c.ok+ok, c.failed+failed, c.slow+slow
+		}
+		if last == nil {
 			t.Fatalf("%s: no count in its log:\n%s", name, out)
 		}
-		t.Logf("%s: %s lookups answered, %s failed; %d seconds with fewer than half the rate answered (%s)", name, m[1], m[2], slow, last)
-		if m[2] != "0" {
-			t.Errorf("%s: %s lookups failed", name, m[2])
+		t.Logf("%s: %s lookups answered, %s failed, %s answered after a second or more (%s)", name, last[5], last[6], last[7], last[0])
+		if last[6] != "0" {
+			t.Errorf("%s: %s lookups failed", name, last[6])
 		}
 	}
+	var table strings.Builder
+	fmt.Fprintf(&table, "%-22s %28s %28s\n", "step", journey.centralLoad+" ok/failed/slow", journey.nodeLoad+" ok/failed/slow")
+	for _, st := range journey.steps {
+		row := fmt.Sprintf("%-22s", st.name)
+		seen := false
+		for _, name := range []string{journey.centralLoad, journey.nodeLoad} {
+			if c := perStep[name][st.name]; c != nil {
+				row += fmt.Sprintf(" %28s", fmt.Sprintf("%d/%d/%d", c.ok, c.failed, c.slow))
+				seen = true
+			} else {
+				row += fmt.Sprintf(" %28s", "-")
+			}
+		}
+		if seen {
+			table.WriteString(row + "\n")
+		}
+	}
+	t.Logf("lookups of the load clients, per step:\n%s", table.String())
 	pods, err := env.node.CP.Clientset().CoreV1().Pods("").List(t.Context(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -429,7 +566,6 @@ func stepNothingLost(t *testing.T) {
 	}
 	t.Logf("%d Pods, no restart, none OOMKilled; Ready times:\n%s", len(pods.Items), strings.Join(journey.readyTimes, "\n"))
 	must(t, "kubectl get pods -A -o wide")
-	_ = corev1.PodRunning
 }
 
 // Nothing left the machine: packets to the Pod and Service ranges never reached the uplink,
