@@ -114,18 +114,23 @@ patches:
 	setNodeLocalMode(t, "log")
 }
 
-// setNodeLocalMode rewrites the node-local cache's nsguard block to mode and waits for it to run.
-func setNodeLocalMode(t *testing.T, mode string) {
+// setNodeLocalMode rewrites the node-local cache's nsguard block to mode and waits for it to
+// run; allow adds 'allow client' for those namespaces, as an operator edits its ConfigMap.
+func setNodeLocalMode(t *testing.T, mode string, allow ...string) {
 	t.Helper()
 	cm, err := env.node.CP.Clientset().CoreV1().ConfigMaps("kube-system").Get(t.Context(), "node-local-dns", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	block := regexp.MustCompile(`(?m)^(\s*)node \{\$NODE_NAME\}\n(\s*mode \w+\n)?`)
+	block := regexp.MustCompile(`(?m)^(\s*)node \{\$NODE_NAME\}\n(\s*mode \w+\n)?(\s*allow client .*\n)?`)
 	if !block.MatchString(cm.Data["Corefile"]) {
 		t.Fatalf("no 'node {$NODE_NAME}' in the node-local Corefile:\n%s", cm.Data["Corefile"])
 	}
-	cm.Data["Corefile"] = block.ReplaceAllString(cm.Data["Corefile"], "${1}node {$$NODE_NAME}\n${1}mode "+mode+"\n")
+	lines := "${1}node {$$NODE_NAME}\n${1}mode " + mode + "\n"
+	if len(allow) > 0 {
+		lines += "${1}allow client " + strings.Join(allow, " ") + "\n"
+	}
+	cm.Data["Corefile"] = block.ReplaceAllString(cm.Data["Corefile"], lines)
 	before := configCounts(t, "k8s-app=node-local-dns")
 	if _, err := env.node.CP.Clientset().CoreV1().ConfigMaps("kube-system").Update(t.Context(), cm, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
@@ -138,7 +143,7 @@ func waitNodeLocalLog(t *testing.T, pattern string, timeout time.Duration) strin
 	t.Helper()
 	re := regexp.MustCompile(pattern)
 	for deadline := time.Now().Add(timeout); ; time.Sleep(time.Second) {
-		out, _ := sh(t, "kubectl logs -n kube-system -l k8s-app=node-local-dns --prefix --timestamps --tail=-1")
+		out, _ := sh(t, nodeLocalLogsCmd)
 		for _, l := range strings.Split(out, "\n") {
 			if re.MatchString(l) {
 				return l
@@ -194,37 +199,66 @@ func explainRow(out string, k resolvers.Kind) string {
 // empty answer) and are counted as allowed, not logged. The one after it at the same address,
 // in new-namespace-1, is refused: musl goes on to the corp domain, and the line names it.
 func stepChurn(t *testing.T) {
+	churn(t, churnPath{name: "central", scrapes: coreDNSScrapes, logs: coreDNSLogs})
+}
+
+// The same through the node-local cache, which sees the Pods' own addresses: its nsguard in
+// mode refuse with 'allow client kube-system', kube-dns behind it in mode log. (kube-dns sees
+// the node's address for every query the cache forwards, so with kube-dns refusing too, the
+// allowed Pod's question would be refused there: refuse in one place, the one that sees the
+// Pods.)
+func stepNodeLocalChurn(t *testing.T) {
+	setNodeLocalMode(t, "refuse", "kube-system")
+	churn(t, churnPath{name: "node-local", nameserver: NodeLocalIP.String(),
+		scrapes: func(*testing.T) []string { return []string{"http://" + NodeLocalIP.String() + ":9253/metrics"} },
+		logs:    func(t *testing.T) string { out, _ := sh(t, nodeLocalLogsCmd); return out }})
+	setNodeLocalMode(t, "log")
+}
+
+const nodeLocalLogsCmd = "kubectl logs -n kube-system -l k8s-app=node-local-dns --prefix --timestamps --tail=-1"
+
+// churnPath is where the churning Pods ask: their nameserver ("" for kubelet's, kube-dns),
+// and that server's metrics and logs.
+type churnPath struct {
+	name, nameserver string
+	scrapes          func(*testing.T) []string
+	logs             func(*testing.T) string
+}
+
+func churn(t *testing.T, p churnPath) {
 	cs := env.node.CP.Clientset().CoreV1()
 	zero := int64(0)
-	allowedBefore := apexCount(t, "action=allowed", "client_namespace=kube-system")
-	apply(t, clientPod("kube-system", "churn-a", resolvers.Musl, ""))
-	a := waitRunning(t, "kube-system", "churn-a", 2*time.Minute)
+	first := "churn-" + p.name
+	allowed := func() float64 { return apexCountAt(t, p.scrapes(t), "action=allowed", "client_namespace=kube-system") }
+	allowedBefore := allowed()
+	apply(t, clientPod("kube-system", first, resolvers.Musl, p.nameserver))
+	a := waitRunning(t, "kube-system", first, 2*time.Minute)
 	addr := a.Status.PodIP
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Second) {
-		r := lookup(t, "kube-system", "churn-a", "my-app")
+		r := lookup(t, "kube-system", first, "my-app")
 		if r.OK() {
-			t.Fatalf("musl in kube-system/churn-a got %s: allowed, it should stop at the namespace's empty answer", show(r))
+			t.Fatalf("%s: musl in kube-system/%s got %s: allowed, it should stop at the namespace's empty answer", p.name, first, show(r))
 		}
-		if n := apexCount(t, "action=allowed", "client_namespace=kube-system"); n > allowedBefore {
-			t.Logf("kube-system/churn-a at %s: musl failed (allowed, not refused); allowed answers of kube-system %v -> %v", addr, allowedBefore, n)
+		if n := allowed(); n > allowedBefore {
+			t.Logf("%s: kube-system/%s at %s: musl failed (allowed, not refused); allowed answers of kube-system %v -> %v", p.name, first, addr, allowedBefore, n)
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no allowed answer counted for kube-system/churn-a at %s", addr)
+			t.Fatalf("%s: no allowed answer counted for kube-system/%s at %s", p.name, first, addr)
 		}
 	}
-	if err := cs.Pods("kube-system").Delete(t.Context(), "churn-a", metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+	if err := cs.Pods("kube-system").Delete(t.Context(), first, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
 		t.Fatal(err)
 	}
-	waitGone(t, "kube-system", "churn-a")
+	waitGone(t, "kube-system", first)
 	var got string
 	for i := 1; i <= 64; i++ {
-		name := "churn-b-" + strconv.Itoa(i)
-		apply(t, clientPod(clientNS, name, resolvers.Musl, ""))
-		p := waitRunning(t, clientNS, name, 2*time.Minute)
-		if p.Status.PodIP == addr {
+		name := "churn-" + p.name + "-" + strconv.Itoa(i)
+		apply(t, clientPod(clientNS, name, resolvers.Musl, p.nameserver))
+		pod := waitRunning(t, clientNS, name, 2*time.Minute)
+		if pod.Status.PodIP == addr {
 			got = name
-			t.Logf("after %d Pods in %s, the CNI gave %s/%s the address %s of kube-system/churn-a", i, clientNS, clientNS, name, addr)
+			t.Logf("%s: after %d Pods in %s, the CNI gave %s/%s the address %s of kube-system/%s", p.name, i, clientNS, clientNS, name, addr, first)
 			break
 		}
 		if err := cs.Pods(clientNS).Delete(t.Context(), name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
@@ -233,26 +267,37 @@ func stepChurn(t *testing.T) {
 		waitGone(t, clientNS, name)
 	}
 	if got == "" {
-		t.Fatalf("the CNI never handed %s out again in 64 Pods", addr)
+		t.Fatalf("%s: the CNI never handed %s out again in 64 Pods", p.name, addr)
 	}
 	defer cs.Pods(clientNS).Delete(context.WithoutCancel(t.Context()), got, metav1.DeleteOptions{GracePeriodSeconds: &zero})
 	// The view learns of the Pod's address from its watch, a moment after the status has it;
 	// a line logged before would hold the next one back for log_interval.
 	time.Sleep(2 * time.Second)
 	r := lookup(t, clientNS, got, "my-app")
-	line := waitLog(t, `client=`+regexp.QuoteMeta(addr)+` pod=`+clientNS+`/`+got+` .*action=refused`, 30*time.Second)
-	t.Logf("musl in %s/%s at %s (refused) got %s; the line:\n%s", clientNS, got, addr, show(r), line)
+	re := regexp.MustCompile(`client=` + regexp.QuoteMeta(addr) + ` pod=` + clientNS + `/` + got + ` .*action=refused`)
+	var line string
+	for deadline := time.Now().Add(30 * time.Second); line == ""; time.Sleep(time.Second) {
+		for _, l := range strings.Split(p.logs(t), "\n") {
+			if re.MatchString(l) {
+				line = l
+			}
+		}
+		if line == "" && time.Now().After(deadline) {
+			t.Fatalf("%s: no log line matches %s", p.name, re)
+		}
+	}
+	t.Logf("%s: musl in %s/%s at %s (refused) got %s; the line:\n%s", p.name, clientNS, got, addr, show(r), line)
 	if show(r) != coredns.CorpIP {
-		t.Errorf("musl in %s/%s got %s, want %s: refused, it goes on past the namespace", clientNS, got, show(r), coredns.CorpIP)
+		t.Errorf("%s: musl in %s/%s got %s, want %s: refused, it goes on past the namespace", p.name, clientNS, got, show(r), coredns.CorpIP)
 	}
 }
 
-// apexCount sums nsguard's namespace apex counter over the CoreDNS Pods, for the labels given.
-func apexCount(t *testing.T, match ...string) float64 {
+// apexCountAt sums nsguard's namespace apex counter over the metrics endpoints, for the labels given.
+func apexCountAt(t *testing.T, urls []string, match ...string) float64 {
 	t.Helper()
 	var sum float64
-	for _, p := range coreDNSPods(t) {
-		resp, err := http.Get("http://" + p.Status.PodIP + ":9153/metrics")
+	for _, u := range urls {
+		resp, err := http.Get(u)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -261,6 +306,15 @@ func apexCount(t *testing.T, match ...string) float64 {
 		sum += coredns.Sum(string(b), "coredns_nsguard_namespace_apex_answers_total", match...)
 	}
 	return sum
+}
+
+// coreDNSScrapes are the metrics endpoints of the running CoreDNS Pods.
+func coreDNSScrapes(t *testing.T) []string {
+	var urls []string
+	for _, p := range coreDNSPods(t) {
+		urls = append(urls, "http://"+p.Status.PodIP+":9153/metrics")
+	}
+	return urls
 }
 
 func waitGone(t *testing.T, ns, name string) {
@@ -416,6 +470,12 @@ func staleGauge(t *testing.T, url string) float64 {
 // The runbook's roll back to stock CoreDNS, under load.
 func stepRollback(t *testing.T) {
 	nsguards := coreDNSPods(t)
+	// The stock Corefile first, run by nsguard's Pods, then the stock image: a stock Pod given
+	// a Corefile that still says nsguard exits at once.
+	before := configCounts(t, "k8s-app=kube-dns")
+	must(t, "kubectl apply -k "+repoPath("deploy/kubernetes/base")+" -l '!k8s-app'")
+	took := waitReloaded(t, "k8s-app=kube-dns", before, 3*time.Minute)
+	t.Logf("the stock Corefile ran on every CoreDNS Pod %s after kubectl apply", took.Round(time.Second))
 	must(t, "kubectl apply -k "+repoPath("deploy/kubernetes/base"))
 	must(t, "kubectl delete --ignore-not-found clusterrole,clusterrolebinding system:coredns-nsguard system:coredns-nsguard-events")
 	must(t, "kubectl -n kube-system rollout status deployment/coredns --timeout=5m")
@@ -561,6 +621,10 @@ func stepNothingLost(t *testing.T) {
 				c.State.Terminated != nil && c.State.Terminated.Reason == "OOMKilled"
 			if c.RestartCount != 0 || oom {
 				t.Errorf("%s/%s container %s: %d restarts, OOMKilled %v", p.Namespace, p.Name, c.Name, c.RestartCount, oom)
+				if c.RestartCount != 0 {
+					out, _ := sh(t, "kubectl logs --previous --tail=20 -n "+p.Namespace+" "+p.Name+" -c "+c.Name)
+					t.Logf("its last run (%+v):\n%s", c.LastTerminationState.Terminated, out)
+				}
 			}
 		}
 	}

@@ -22,8 +22,8 @@ const WebhookImage = "registry.example.com/platform/nsguard:v0.1.0"
 // Ready behind their PodDisruptionBudget, and the API server calling them through the
 // Service (kube-proxy's rules, TLS under the Service's name): kubectl prints each
 // warning whole, a clean change prints nothing; with no Pod left every change goes through
-// within the timeout; and the runbook's removal leaves nothing. Wire it into TestNode after
-// TheFix: {"Webhook", stepWebhook}. It uses names of its own and removes them.
+// within the timeout; and the runbook's removal leaves nothing. It uses names of its own and
+// removes them.
 func stepWebhook(t *testing.T) {
 	ctx := t.Context()
 	b := newBuilder(env.root, t.TempDir())
