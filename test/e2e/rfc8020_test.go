@@ -296,22 +296,8 @@ func checkHidden(t *testing.T, through string, res *dns.Msg, name, ip string, hi
 func startRefusingClusterDNS(t *testing.T) *coredns.Server {
 	t.Helper()
 	ctx := t.Context()
-	cs := env.cp.Clientset()
-	root, err := cluster.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	token, err := cluster.CoreDNSToken(ctx, cs, root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, err := env.cp.ServingCA()
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
-	pe := coredns.PodEnv{Token: token, CA: ca, Namespace: cluster.CoreDNSNamespace,
-		APIServerPort: env.cp.APIServerPort(), ResolvConf: filepath.Join(dir, "node-resolv.conf")}
+	pe := podEnv(t, dir)
 	if err := os.WriteFile(pe.ResolvConf, []byte("nameserver "+rfcUpstreamIP+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -87,21 +87,8 @@ func newStack(t *testing.T) *stack {
 	if stockFixturesErr != nil {
 		t.Fatalf("fixtures: %v", stockFixturesErr)
 	}
-	root, err := cluster.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	token, err := cluster.CoreDNSToken(ctx, cs, root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, err := env.cp.ServingCA()
-	if err != nil {
-		t.Fatal(err)
-	}
 	s := &stack{dir: t.TempDir()}
-	s.env = coredns.PodEnv{Token: token, CA: ca, Namespace: cluster.CoreDNSNamespace,
-		APIServerPort: env.cp.APIServerPort(), ResolvConf: filepath.Join(s.dir, "node-resolv.conf")}
+	s.env = podEnv(t, s.dir)
 	// dnsPolicy Default: CoreDNS gets the node's resolv.conf, whose nameserver is the upstream.
 	if err := os.WriteFile(s.env.ResolvConf, []byte("nameserver "+upstreamIP+"\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -220,3 +207,23 @@ func (s *stack) start(t *testing.T, d distro, listen []string, nsguard string) *
 // startupProbe is the name asked to see a server up: one no test asks, so that its cached
 // answer (with the SOA serial of start-up) never stands in for one a test compares.
 const startupProbe = "startup-probe.cluster.local."
+
+// podEnv is what CoreDNS sees in a pod: its service account's token (its roles as shipped),
+// the API server's CA and address, and a node resolv.conf in dir for the test to write.
+func podEnv(t *testing.T, dir string) coredns.PodEnv {
+	t.Helper()
+	root, err := cluster.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	token, err := cluster.CoreDNSToken(t.Context(), env.cp.Clientset(), root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, err := env.cp.ServingCA()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return coredns.PodEnv{Token: token, CA: ca, Namespace: cluster.CoreDNSNamespace,
+		APIServerPort: env.cp.APIServerPort(), ResolvConf: filepath.Join(dir, "node-resolv.conf")}
+}

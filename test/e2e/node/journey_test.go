@@ -322,16 +322,23 @@ func waitLog(t *testing.T, pattern string, timeout time.Duration) string {
 // waitLogAfter is waitLog that runs ask before each look at the logs.
 func waitLogAfter(t *testing.T, pattern string, timeout time.Duration, ask func()) string {
 	t.Helper()
+	return waitLogIn(t, coreDNSLogs, pattern, timeout, ask)
+}
+
+// waitLogIn waits for a line of logs that matches pattern, running ask before each look.
+func waitLogIn(t *testing.T, logs func(*testing.T) string, pattern string, timeout time.Duration, ask func()) string {
+	t.Helper()
 	re := regexp.MustCompile(pattern)
 	for deadline := time.Now().Add(timeout); ; time.Sleep(time.Second) {
 		ask()
-		for _, l := range strings.Split(coreDNSLogs(t), "\n") {
+		out := logs(t)
+		for _, l := range strings.Split(out, "\n") {
 			if re.MatchString(l) {
 				return l
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no CoreDNS log line matches %s after %s:\n%s", pattern, timeout, coreDNSLogs(t))
+			t.Fatalf("no log line matches %s after %s:\n%s", pattern, timeout, out)
 		}
 	}
 }

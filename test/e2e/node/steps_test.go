@@ -141,18 +141,14 @@ func setNodeLocalMode(t *testing.T, mode string, allow ...string) {
 
 func waitNodeLocalLog(t *testing.T, pattern string, timeout time.Duration) string {
 	t.Helper()
-	re := regexp.MustCompile(pattern)
-	for deadline := time.Now().Add(timeout); ; time.Sleep(time.Second) {
-		out, _ := sh(t, nodeLocalLogsCmd)
-		for _, l := range strings.Split(out, "\n") {
-			if re.MatchString(l) {
-				return l
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no node-local log line matches %s after %s:\n%s", pattern, timeout, out)
-		}
-	}
+	return waitLogIn(t, nodeLocalLogs, pattern, timeout, func() {})
+}
+
+// nodeLocalLogs is every node-local cache's log, prefixed and timestamped.
+func nodeLocalLogs(t *testing.T) string {
+	t.Helper()
+	out, _ := sh(t, nodeLocalLogsCmd)
+	return out
 }
 
 // The runbook's step 5: mode refuse. Every resolver moves past the namespace, as kubectl
@@ -211,7 +207,7 @@ func stepNodeLocalChurn(t *testing.T) {
 	setNodeLocalMode(t, "refuse", "kube-system")
 	churn(t, churnPath{name: "node-local", nameserver: NodeLocalIP.String(),
 		scrapes: func(*testing.T) []string { return []string{"http://" + NodeLocalIP.String() + ":9253/metrics"} },
-		logs:    func(t *testing.T) string { out, _ := sh(t, nodeLocalLogsCmd); return out }})
+		logs:    nodeLocalLogs})
 	setNodeLocalMode(t, "log")
 }
 
@@ -274,18 +270,7 @@ func churn(t *testing.T, p churnPath) {
 	// a line logged before would hold the next one back for log_interval.
 	time.Sleep(2 * time.Second)
 	r := lookup(t, clientNS, got, "my-app")
-	re := regexp.MustCompile(`client=` + regexp.QuoteMeta(addr) + ` pod=` + clientNS + `/` + got + ` .*action=refused`)
-	var line string
-	for deadline := time.Now().Add(30 * time.Second); line == ""; time.Sleep(time.Second) {
-		for _, l := range strings.Split(p.logs(t), "\n") {
-			if re.MatchString(l) {
-				line = l
-			}
-		}
-		if line == "" && time.Now().After(deadline) {
-			t.Fatalf("%s: no log line matches %s", p.name, re)
-		}
-	}
+	line := waitLogIn(t, p.logs, `client=`+regexp.QuoteMeta(addr)+` pod=`+clientNS+`/`+got+` .*action=refused`, 30*time.Second, func() {})
 	t.Logf("%s: musl in %s/%s at %s (refused) got %s; the line:\n%s", p.name, clientNS, got, addr, show(r), line)
 	if show(r) != coredns.CorpIP {
 		t.Errorf("%s: musl in %s/%s got %s, want %s: refused, it goes on past the namespace", p.name, clientNS, got, show(r), coredns.CorpIP)
