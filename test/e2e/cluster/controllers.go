@@ -11,7 +11,7 @@ import (
 // their own, with the admin kubeconfig, and waits for each one's /healthz. Neither runs a
 // leader election, so that neither exits on its own when the API server is away; a test
 // that takes it away starts kube-controller-manager again, as its static Pod would be
-// (RestartControllerManager).
+// (StopControllerManager).
 func (cp *ControlPlane) startControllers(ctx context.Context, kcmPort, schedPort int) error {
 	d := cp.workDir
 	kcm := append([]string{

@@ -149,19 +149,27 @@ func (cp *ControlPlane) RestartAPIServer(ctx context.Context) error {
 	return nil
 }
 
-// RestartControllerManager stops kube-controller-manager and starts it again with the same
-// flags, as a control plane of one member does when the API server was away longer than the
-// leader lease (kube-controller-manager exits, its static Pod starts again). One that lives
-// through the outage judges the node by the last heartbeat it saw before it, marks the node
-// and every Pod on it NotReady once it can write again, and, its informers in client-go's
-// back-off, keeps them so for up to a minute: every Service of the node loses its endpoints.
-func (cp *ControlPlane) RestartControllerManager(ctx context.Context) error {
+// StopControllerManager stops kube-controller-manager, as a control plane of one member does
+// when the API server is away longer than the leader lease (kube-controller-manager exits);
+// StartControllerManager starts it again with the same flags once the API server is back, as
+// its static Pod does. One that lives through the outage judges the node by the last
+// heartbeat it saw before it, marks the node and every Pod on it NotReady the moment it can
+// write again, and, its informers in client-go's back-off, keeps them so for up to a minute:
+// every Service of the node loses its endpoints.
+func (cp *ControlPlane) StopControllerManager() {
 	cp.mu.Lock()
 	defer cp.mu.Unlock()
-	if cp.stopped || cp.controllers == nil {
-		return fmt.Errorf("kube-controller-manager is not running")
-	}
 	cp.controllers.stop(apiserverGrace)
+	cp.controllers = nil
+}
+
+// StartControllerManager: see StopControllerManager.
+func (cp *ControlPlane) StartControllerManager(ctx context.Context) error {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	if cp.stopped || cp.controllers != nil {
+		return fmt.Errorf("kube-controller-manager: control plane stopped, or already running")
+	}
 	p, err := cp.startComponent(ctx, "kube-controller-manager", cp.kcmPort, cp.kcmArgs)
 	cp.controllers = p
 	return err
