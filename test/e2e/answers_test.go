@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"context"
 	"crypto/tls"
 	"mime"
 	"net/http"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/nsguard/nsguard/clusterview"
 	"github.com/nsguard/nsguard/test/e2e/cluster"
@@ -171,25 +173,22 @@ func TestViewWithoutStreamedLists(t *testing.T) {
 			}
 		}
 	}()
-	relisted := func() bool {
+	relisted := func(context.Context) (bool, error) {
 		reqs, err := audit.Since(offset)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, r := range reqs {
 			if r.Agent == "coredns-nsguard" && r.Resource == "pods" && r.Verb == "list" && !r.Probe() && r.Completed {
-				return true
+				return true, nil
 			}
 		}
-		return false
+		return false, nil
 	}
-	for !relisted() {
-		if time.Since(back) > 2*clusterview.PodsRelistAfter+30*time.Second {
-			close(stop)
-			wg.Wait()
-			t.Fatalf("nsguard did not list Pods again within %v of the API server's return", time.Since(back).Round(time.Second))
-		}
-		time.Sleep(500 * time.Millisecond)
+	if err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Until(back.Add(2*clusterview.PodsRelistAfter+30*time.Second)), true, relisted); err != nil {
+		close(stop)
+		wg.Wait()
+		t.Fatalf("nsguard did not list Pods again within %v of the API server's return", time.Since(back).Round(time.Second))
 	}
 	time.Sleep(5 * time.Second)
 	close(stop)

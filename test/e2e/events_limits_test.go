@@ -23,6 +23,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
@@ -113,7 +114,7 @@ func TestEventsLongShadow(t *testing.T) {
 	qname := a + "." + b + "." + cluster.ClientNamespace + ".svc.cluster.local."
 	p.waitRcode(t, qname, dns.TypeA, dns.RcodeSuccess)
 	var ev *eventsv1.Event
-	for deadline := time.Now().Add(15 * time.Second); ev == nil; {
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 15*time.Second, true, func(context.Context) (bool, error) {
 		for _, e := range nsguardEvents(t, cluster.ClientNamespace, started) {
 			if e.Reason == "DNSEndpointShadow" && strings.HasPrefix(e.Action, "Resolve "+a) {
 				ev = &e
@@ -122,11 +123,10 @@ func TestEventsLongShadow(t *testing.T) {
 		if d := drops(t, p); ev == nil && len(d) > 0 {
 			t.Fatalf("the Event was dropped: %v\n%s", d, p.dns.Log())
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no shadow Event, and none counted dropped:\n%s", p.dns.Log())
-		}
 		p.ask(t, qname, dns.TypeA) // the shadow is seen once the view has the Services
-		time.Sleep(200 * time.Millisecond)
+		return ev != nil, nil
+	}); err != nil {
+		t.Fatalf("no shadow Event, and none counted dropped:\n%s", p.dns.Log())
 	}
 	if len(ev.Action) > 128 || ev.Regarding.Name != cluster.ClientPod || len(ev.Note) > 1024 ||
 		!strings.Contains(ev.Note, `what the search list makes of "`+a+"."+b+`"`) {
@@ -222,11 +222,10 @@ func TestEventsFlood(t *testing.T) {
 	if err := p.dns.Signal(syscall.SIGUSR1); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(20 * time.Second); strings.Count(p.dns.Log(), "Reloading complete") == done; {
-		if time.Now().After(deadline) {
-			t.Fatalf("the reload did not complete:\n%s", p.dns.Log())
-		}
-		time.Sleep(20 * time.Millisecond)
+	if err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
+		return strings.Count(p.dns.Log(), "Reloading complete") != done, nil
+	}); err != nil {
+		t.Fatalf("the reload did not complete:\n%s", p.dns.Log())
 	}
 	time.Sleep(time.Second)
 	after := drops(t, p)
@@ -290,21 +289,18 @@ func TestEventsForbidden(t *testing.T) {
 
 	// With the role, the Event is recorded. Names other tests' Events do not use.
 	p.ask(t, cluster.EmptyNamespace+".svc.cluster.local.", dns.TypeA)
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		if n := len(nsguardEvents(t, cluster.ClientNamespace, started)); n > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no Event with the Events role: %v\n%s", drops(t, p), p.dns.Log())
-		}
+	if err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return len(nsguardEvents(t, cluster.ClientNamespace, started)) > 0, nil
+	}); err != nil {
+		t.Fatalf("no Event with the Events role: %v\n%s", drops(t, p), p.dns.Log())
 	}
 
 	unbind()
 	p.ask(t, cluster.OtherAppNamespace+".svc.cluster.local.", dns.TypeA) // another name: an Event of its own
-	for deadline := time.Now().Add(10 * time.Second); metric(t, p, droppedMetric, "reason=forbidden") == 0; time.Sleep(100 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no Event counted forbidden: %v\n%s", drops(t, p), p.dns.Log())
-		}
+	if err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return metric(t, p, droppedMetric, "reason=forbidden") != 0, nil
+	}); err != nil {
+		t.Fatalf("no Event counted forbidden: %v\n%s", drops(t, p), p.dns.Log())
 	}
 	if !strings.Contains(p.dns.Log(), "[WARNING] plugin/nsguard: Event not recorded (forbidden") {
 		t.Errorf("the log does not tell of the forbidden Event:\n%s", p.dns.Log())
@@ -391,13 +387,12 @@ func waitCan(t *testing.T, sa string, can bool) {
 		User:               "system:serviceaccount:" + cluster.CoreDNSNamespace + ":" + sa,
 		ResourceAttributes: &authorizationv1.ResourceAttributes{Group: "events.k8s.io", Resource: "events", Verb: "create", Namespace: cluster.ClientNamespace},
 	}}
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		res, err := env.cp.Clientset().AuthorizationV1().SubjectAccessReviews().Create(t.Context(), review, metav1.CreateOptions{})
-		if err == nil && res.Status.Allowed == can {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s may create Events: %v, want %v (%v)", sa, res, can, err)
-		}
+	var res *authorizationv1.SubjectAccessReview
+	var err error
+	if werr := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		res, err = env.cp.Clientset().AuthorizationV1().SubjectAccessReviews().Create(t.Context(), review, metav1.CreateOptions{})
+		return err == nil && res.Status.Allowed == can, nil
+	}); werr != nil {
+		t.Fatalf("%s may create Events: %v, want %v (%v)", sa, res, can, err)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/miekg/dns"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/nsguard/nsguard/test/e2e/cluster"
 	"github.com/nsguard/nsguard/test/e2e/coredns"
@@ -51,11 +52,11 @@ func TestEvents(t *testing.T) {
 	p.expect(t, "my-app", trapped)
 
 	var events []eventsv1.Event
-	for deadline := time.Now().Add(10 * time.Second); len(events) == 0; events = apexEvents(t) {
-		if time.Now().After(deadline) {
-			t.Fatal("no Event on the client Pod")
-		}
-		time.Sleep(100 * time.Millisecond)
+	if err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 10*time.Second, false, func(context.Context) (bool, error) {
+		events = apexEvents(t)
+		return len(events) > 0, nil
+	}); err != nil {
+		t.Fatal("no Event on the client Pod")
 	}
 	if time.Since(started) < eventInterval {
 		if len(events) != 1 || events[0].Series != nil {
@@ -76,15 +77,11 @@ func TestEvents(t *testing.T) {
 	// The next interval: Kubernetes makes a series of it.
 	time.Sleep(time.Until(started.Add(eventInterval + time.Second)))
 	p.expect(t, "my-app", trapped)
-	for deadline := time.Now().Add(10 * time.Second); ; {
+	if err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
 		events = apexEvents(t)
-		if len(events) == 1 && events[0].Series != nil && events[0].Series.Count >= 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after a second interval: %d Events, want one with a series: %+v", len(events), events)
-		}
-		time.Sleep(100 * time.Millisecond)
+		return len(events) == 1 && events[0].Series != nil && events[0].Series.Count >= 2, nil
+	}); err != nil {
+		t.Fatalf("after a second interval: %d Events, want one with a series: %+v", len(events), events)
 	}
 
 	// The counter says which namespace still depends on the trap.
@@ -112,11 +109,10 @@ func TestEventsAPIServerAway(t *testing.T) {
 		t.Errorf("the apex gave %v with the API server away, want NODATA as before", res)
 	}
 	p.expect(t, "my-app", trapped)
-	for deadline := time.Now().Add(10 * time.Second); metric(t, p, "coredns_nsguard_events_dropped_total", "reason=unreachable") == 0; {
-		if time.Now().After(deadline) {
-			t.Fatal("no Event counted as dropped while the API server was away")
-		}
-		time.Sleep(100 * time.Millisecond)
+	if err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return metric(t, p, "coredns_nsguard_events_dropped_total", "reason=unreachable") != 0, nil
+	}); err != nil {
+		t.Fatal("no Event counted as dropped while the API server was away")
 	}
 }
 

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
+
 	"github.com/nsguard/nsguard/test/e2e/cluster"
 	"github.com/nsguard/nsguard/test/e2e/coredns"
 )
@@ -42,11 +44,8 @@ func (p *pod) captures(t *testing.T) (float64, bool) {
 func waitFor(t *testing.T, limit time.Duration, what string, ok func() bool) time.Duration {
 	t.Helper()
 	start := time.Now()
-	for !ok() {
-		if time.Since(start) > limit {
-			t.Fatalf("%s: not within %v", what, limit)
-		}
-		time.Sleep(50 * time.Millisecond)
+	if err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, limit, true, func(context.Context) (bool, error) { return ok(), nil }); err != nil {
+		t.Fatalf("%s: not within %v", what, limit)
 	}
 	return time.Since(start)
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/nsguard/nsguard/test/e2e/cluster"
 	"github.com/nsguard/nsguard/test/e2e/coredns"
@@ -105,19 +106,15 @@ func (p *pod) ask(t *testing.T, name string, qtype uint16) *dns.Msg {
 // through a watch or a reload.
 func (p *pod) waitRcode(t *testing.T, name string, qtype uint16, rcode int) *dns.Msg {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	for {
-		res, err := resolvers.Query(ctx, p.dns.IP+":53", name, qtype)
-		if err == nil && res.Rcode == rcode {
-			return res
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("%s %s never answered %s: last %v, %v", name, dns.TypeToString[qtype], dns.RcodeToString[rcode], res, err)
-		case <-time.After(200 * time.Millisecond):
-		}
+	var res *dns.Msg
+	var err error
+	if werr := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		res, err = resolvers.Query(ctx, p.dns.IP+":53", name, qtype)
+		return err == nil && res.Rcode == rcode, nil
+	}); werr != nil {
+		t.Fatalf("%s %s never answered %s: last %v, %v", name, dns.TypeToString[qtype], dns.RcodeToString[rcode], res, err)
 	}
+	return res
 }
 
 // nsguardLines are nsguard's log lines so far.

@@ -16,6 +16,7 @@ import (
 	"github.com/miekg/dns"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/nsguard/nsguard/test/e2e/cluster"
 	"github.com/nsguard/nsguard/test/e2e/coredns"
@@ -180,20 +181,16 @@ func runCache(t *testing.T, c negativeCache, bin string, args ...string) {
 			t.Logf("--- %s log ---\n%s", c.name, logs())
 		}
 	})
-	deadline := time.Now().Add(15 * time.Second)
-	for {
+	if err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 15*time.Second, true, func(context.Context) (bool, error) {
 		select {
 		case <-done:
 			t.Fatalf("%s exited at start:\n%s", c.name, logs())
 		default:
 		}
-		if res, err := resolvers.Query(t.Context(), c.ip+":53", "cluster.local.", dns.TypeSOA); err == nil && res.Rcode == dns.RcodeSuccess {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s did not answer cluster.local SOA on %s:53 within 15s:\n%s", c.name, c.ip, logs())
-		}
-		time.Sleep(100 * time.Millisecond)
+		res, err := resolvers.Query(t.Context(), c.ip+":53", "cluster.local.", dns.TypeSOA)
+		return err == nil && res.Rcode == dns.RcodeSuccess, nil
+	}); err != nil {
+		t.Fatalf("%s did not answer cluster.local SOA on %s:53 within 15s:\n%s", c.name, c.ip, logs())
 	}
 }
 

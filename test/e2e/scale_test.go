@@ -16,6 +16,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/nsguard/nsguard/test/e2e/cluster"
@@ -78,11 +79,11 @@ func TestViewSyncAtScale(t *testing.T) {
 		if res := p.ask(t, shadow, dns.TypeA); res.Rcode != dns.RcodeSuccess || len(res.Answer) == 0 {
 			t.Fatalf("%s: %v, want the endpoint's address", shadow, res)
 		}
-		for deadline := time.Now().Add(5 * time.Second); !strings.Contains(p.dns.Log(), `endpoint shadows a Service "svc0-0.svc0"`); {
-			if time.Now().After(deadline) { // the line is written after the answer
-				t.Fatalf("nsguard did not log the shadow at scale:\n%s", p.dns.Log())
-			}
-			time.Sleep(20 * time.Millisecond)
+		// The line is written after the answer.
+		if err := wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+			return strings.Contains(p.dns.Log(), `endpoint shadows a Service "svc0-0.svc0"`), nil
+		}); err != nil {
+			t.Fatalf("nsguard did not log the shadow at scale:\n%s", p.dns.Log())
 		}
 		scaleMemory(t, p)
 	})
@@ -121,14 +122,11 @@ func scaleTimeSync(t *testing.T, ip string) (time.Duration, *pod) {
 	start := time.Now()
 	p := startDNS(t, ip, coredns.Config{NSGuard: "nsguard {\n        kubeconfig " + env.cp.Kubeconfig + "\n    }"})
 	answering := time.Since(start)
-	for {
-		if body, err := p.dns.Scrape(); err == nil && coredns.ViewSynced(body) {
-			break
-		}
-		if time.Since(start) > scaleSyncBudget+30*time.Second {
-			t.Fatalf("nsguard's view not synced %v after CoreDNS started", time.Since(start).Round(time.Second))
-		}
-		time.Sleep(20 * time.Millisecond)
+	if err := wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, time.Until(start.Add(scaleSyncBudget+30*time.Second)), true, func(context.Context) (bool, error) {
+		body, err := p.dns.Scrape()
+		return err == nil && coredns.ViewSynced(body), nil
+	}); err != nil {
+		t.Fatalf("nsguard's view not synced %v after CoreDNS started", time.Since(start).Round(time.Second))
 	}
 	synced := time.Since(start)
 	waited := strings.Contains(p.dns.Log(), "cluster view not synced after")

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/nsguard/nsguard/test/e2e/cluster"
 	"github.com/nsguard/nsguard/test/e2e/coredns"
@@ -23,15 +24,13 @@ import (
 func waitMetric(t *testing.T, srv *coredns.Server, name string, want float64, within time.Duration) time.Duration {
 	t.Helper()
 	start := time.Now()
-	for {
-		if page, err := srv.Scrape(); err == nil && coredns.Sum(page, name) == want {
-			return time.Since(start)
-		}
-		if time.Since(start) > within {
-			t.Fatalf("%s did not read %v within %v:\n%s", name, want, within, srv.Log())
-		}
-		time.Sleep(200 * time.Millisecond)
+	if err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, within, true, func(context.Context) (bool, error) {
+		page, err := srv.Scrape()
+		return err == nil && coredns.Sum(page, name) == want, nil
+	}); err != nil {
+		t.Fatalf("%s did not read %v within %v:\n%s", name, want, within, srv.Log())
 	}
+	return time.Since(start)
 }
 
 // TestViewStaleWhenForbidden: with CoreDNS's RBAC gone and the API server restarted, every

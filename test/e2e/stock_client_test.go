@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/nsguard/nsguard/test/e2e/coredns"
 	"github.com/nsguard/nsguard/test/e2e/resolvers"
@@ -150,22 +151,19 @@ func nsguardWarnings(srv *coredns.Server) []string {
 // holds every one of want.
 func waitGuardLine(t *testing.T, srv *coredns.Server, want ...string) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	if err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
 		for _, l := range guardLines(srv) {
 			all := true
 			for _, w := range want {
 				all = all && strings.Contains(l, w)
 			}
 			if all {
-				return
+				return true, nil
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Errorf("no nsguard line holds all of %q; nsguard logged:\n%s", want, strings.Join(guardLines(srv), "\n"))
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
+		return false, nil
+	}); err != nil {
+		t.Errorf("no nsguard line holds all of %q; nsguard logged:\n%s", want, strings.Join(guardLines(srv), "\n"))
 	}
 }
 

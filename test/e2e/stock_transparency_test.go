@@ -14,6 +14,7 @@ import (
 	"github.com/miekg/dns"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // Transparency: with nsguard, every stock Corefile answers exactly as it does without it. Two
@@ -220,24 +221,20 @@ func (s *stack) alignSerials(t *testing.T, servers ...string) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { cs.CoreV1().Services("default").Delete(context.Background(), name, deleteNow) })
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			var got []uint32
+		var got []uint32
+		if err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+			got = nil
 			for _, srv := range servers {
 				got = append(got, serial(srv))
 			}
-			if slices.Min(got) >= before {
-				if slices.Max(got) == slices.Min(got) {
-					return
-				}
-				t.Logf("SOA serials %v after one change: trying again", got)
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("SOA serials %v: the change of %d never reached every server", got, before)
-			}
-			time.Sleep(50 * time.Millisecond)
+			return slices.Min(got) >= before, nil
+		}); err != nil {
+			t.Fatalf("SOA serials %v: the change of %d never reached every server", got, before)
 		}
+		if slices.Max(got) == slices.Min(got) {
+			return
+		}
+		t.Logf("SOA serials %v after one change: trying again", got)
 	}
 	t.Fatalf("the SOA serials of %v never lined up", servers)
 }

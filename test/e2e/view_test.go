@@ -14,6 +14,7 @@ import (
 	"github.com/miekg/dns"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/nsguard/nsguard/clusterview"
 	"github.com/nsguard/nsguard/test/e2e/cluster"
@@ -157,11 +158,10 @@ func TestAPIServerRestart(t *testing.T) {
 			t.Errorf("removing namespace late: %v", err)
 		}
 	})
-	for !strings.Contains(strings.Join(p.nsguardLines(), "\n"), "Service my-app exists in late, new-namespace-2") {
-		if time.Since(restarted) > 45*time.Second {
-			t.Fatalf("the view had not caught up 45s after the restart:\n%s", strings.Join(p.nsguardLines(), "\n"))
-		}
-		time.Sleep(100 * time.Millisecond)
+	if err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, time.Until(restarted.Add(45*time.Second)), true, func(context.Context) (bool, error) {
+		return strings.Contains(strings.Join(p.nsguardLines(), "\n"), "Service my-app exists in late, new-namespace-2"), nil
+	}); err != nil {
+		t.Fatalf("the view had not caught up 45s after the restart:\n%s", strings.Join(p.nsguardLines(), "\n"))
 	}
 	t.Logf("view caught up %v after the API server was back", time.Since(restarted).Round(10*time.Millisecond))
 	close(stop)
@@ -200,12 +200,10 @@ func TestReloadsDoNotLeak(t *testing.T) {
 		if err := p.dns.Signal(syscall.SIGUSR1); err != nil {
 			t.Fatal(err)
 		}
-		deadline := time.Now().Add(20 * time.Second)
-		for strings.Count(p.dns.Log(), "Reloading complete") == done {
-			if time.Now().After(deadline) {
-				t.Fatalf("reload %d did not complete:\n%s", i+1, p.dns.Log())
-			}
-			time.Sleep(20 * time.Millisecond)
+		if err := wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
+			return strings.Count(p.dns.Log(), "Reloading complete") != done, nil
+		}); err != nil {
+			t.Fatalf("reload %d did not complete:\n%s", i+1, p.dns.Log())
 		}
 	}
 	p.waitSynced(t)

@@ -26,6 +26,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -207,17 +208,16 @@ func (s *webhookStack) start(t *testing.T, kubeconfig string, ready bool, extra 
 		path = "/readyz"
 	}
 	start := time.Now()
-	for {
+	if err := wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
 		if code, _ := s.get(path); code == http.StatusOK {
-			break
+			return true, nil
 		}
 		if done, err := d.Exited(); done {
 			t.Fatalf("nsguard webhook exited: %v\n%s", err, s.logText())
 		}
-		if time.Since(start) > 2*time.Minute {
-			t.Fatalf("nsguard webhook not answering %s after %v:\n%s", path, time.Since(start), s.logText())
-		}
-		time.Sleep(20 * time.Millisecond)
+		return false, nil
+	}); err != nil {
+		t.Fatalf("nsguard webhook not answering %s after %v:\n%s", path, time.Since(start), s.logText())
 	}
 }
 

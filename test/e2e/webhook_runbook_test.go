@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"crypto/x509"
 	"encoding/pem"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/nsguard/nsguard/test/e2e/cluster"
 )
@@ -102,16 +104,15 @@ func TestWebhookRunbook(t *testing.T) {
 	second := s.useSecret(t, bundle)
 	var leaf *x509.Certificate
 	reloaded := time.Now()
-	for leaf == nil || !leaf.Equal(second) {
-		if time.Since(reloaded) > 90*time.Second {
-			t.Fatalf("the webhook still serves the old certificate %v after its files changed:\n%s", time.Since(reloaded), tailLines(s.logText(), 20))
-		}
-		time.Sleep(200 * time.Millisecond)
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 90*time.Second, false, func(context.Context) (bool, error) {
 		var code int
 		code, _, leaf = httpsGet(bundle, s.serverName, s.hostURL("/readyz"))
 		if code != http.StatusOK && code != 0 {
 			t.Fatalf("/readyz %d during the reload", code)
 		}
+		return leaf != nil && leaf.Equal(second), nil
+	}); err != nil {
+		t.Fatalf("the webhook still serves the old certificate %v after its files changed:\n%s", time.Since(reloaded), tailLines(s.logText(), 20))
 	}
 	t.Logf("the webhook served the rotated certificate %v after its files changed, without a restart", time.Since(reloaded).Round(time.Millisecond))
 
@@ -135,17 +136,15 @@ func TestWebhookRunbook(t *testing.T) {
 		}
 	}
 	// The API server drops the configuration through an informer: soon, not at once.
-	gone := time.Now()
-	for i := 0; ; i++ {
+	i := 0
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		before := webhookCounts(t, cp)
 		kubectl("create", "namespace", "after-removal-"+itoa(i), "--dry-run=server")
-		if got := webhookCounts(t, cp).minus(before); got.calls == 0 && got.failedOpen == 0 {
-			break
-		}
-		if time.Since(gone) > 30*time.Second {
-			t.Fatal("30s after kubectl delete -k, the API server still calls the webhook")
-		}
-		time.Sleep(100 * time.Millisecond)
+		i++
+		got := webhookCounts(t, cp).minus(before)
+		return got.calls == 0 && got.failedOpen == 0, nil
+	}); err != nil {
+		t.Fatal("30s after kubectl delete -k, the API server still calls the webhook")
 	}
 }
 

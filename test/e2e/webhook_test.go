@@ -14,6 +14,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/nsguard/nsguard/test/e2e/cluster"
@@ -150,20 +151,16 @@ func webhookWarnings(t *testing.T, s *webhookStack) {
 // its configurations through an informer.
 func waitEffective(t *testing.T, s *webhookStack, called func() bool) {
 	t.Helper()
-	start := time.Now()
-	for !called() {
-		if time.Since(start) > 30*time.Second {
-			page, _ := s.cp.APIServerMetrics(t.Context())
-			var lines []string
-			for _, l := range strings.Split(page, "\n") {
-				if strings.Contains(l, "apiserver_admission_webhook") || strings.Contains(l, "apiserver_admission_match_condition") {
-					lines = append(lines, l)
-				}
+	if err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) { return called(), nil }); err != nil {
+		page, _ := s.cp.APIServerMetrics(t.Context())
+		var lines []string
+		for _, l := range strings.Split(page, "\n") {
+			if strings.Contains(l, "apiserver_admission_webhook") || strings.Contains(l, "apiserver_admission_match_condition") {
+				lines = append(lines, l)
 			}
-			t.Fatalf("the API server did not call the webhook as registered within 30s; its admission metrics:\n%s\nthe webhook's log:\n%s",
-				strings.Join(lines, "\n"), tailLines(s.logText(), 20))
 		}
-		time.Sleep(100 * time.Millisecond)
+		t.Fatalf("the API server did not call the webhook as registered within 30s; its admission metrics:\n%s\nthe webhook's log:\n%s",
+			strings.Join(lines, "\n"), tailLines(s.logText(), 20))
 	}
 }
 

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // PodEnv is what CoreDNS finds in its pod: the service account kubelet mounts, the
@@ -116,28 +118,26 @@ func checkRunLayout() error {
 // waitReady polls the ready plugin until every plugin that reports readiness (kubernetes
 // synced, nsguard's cluster view synced) says so.
 func (s *Server) waitReady(ctx context.Context, addr string) error {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
 	client := &http.Client{Timeout: 2 * time.Second}
 	var last string
-	for {
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		select {
+		case <-s.done:
+			return false, fmt.Errorf("coredns on %s exited before it was ready:\n%s", s.IP, s.Log())
+		default:
+		}
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/ready", nil)
 		res, err := client.Do(req)
-		if err == nil {
-			res.Body.Close()
-			if res.StatusCode == http.StatusOK {
-				return nil
-			}
-			last = res.Status
-		} else {
+		if err != nil {
 			last = err.Error()
+			return false, nil
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("coredns on %s not ready within 30s (last: %s):\n%s", s.IP, last, s.Log())
-		case <-s.done:
-			return fmt.Errorf("coredns on %s exited before it was ready:\n%s", s.IP, s.Log())
-		case <-time.After(100 * time.Millisecond):
-		}
+		res.Body.Close()
+		last = res.Status
+		return res.StatusCode == http.StatusOK, nil
+	})
+	if wait.Interrupted(err) {
+		return fmt.Errorf("coredns on %s not ready within 30s (last: %s):\n%s", s.IP, last, s.Log())
 	}
+	return err
 }

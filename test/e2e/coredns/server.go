@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // Server is a CoreDNS process serving one Corefile.
@@ -72,23 +73,24 @@ func (s *Server) run(ctx context.Context, probe string) (*Server, error) {
 	track(s)
 	go func() { s.cmd.Wait(); close(s.done) }()
 
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		select {
 		case <-s.done:
 			untrack(s)
-			return nil, fmt.Errorf("coredns exited at start:\n%s", s.Log())
+			return false, fmt.Errorf("coredns exited at start:\n%s", s.Log())
 		default:
 		}
-		if _, err := s.Exchange(probe, dns.TypeSOA); err == nil {
-			return s, nil
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			s.Stop()
-			return nil, fmt.Errorf("coredns did not answer on %s:53 within 30s:\n%s", s.IP, s.Log())
-		}
-		time.Sleep(50 * time.Millisecond)
+		_, err := s.Exchange(probe, dns.TypeSOA)
+		return err == nil, nil
+	})
+	if wait.Interrupted(err) {
+		s.Stop()
+		return nil, fmt.Errorf("coredns did not answer on %s:53 within 30s:\n%s", s.IP, s.Log())
 	}
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // Exchange asks the server one question over UDP.
@@ -158,14 +160,13 @@ func (s *Server) Stop() error {
 	return err
 }
 
+// waitPortFree waits up to 5 s for ip's port 53 to be free, and returns the last check's error.
 func waitPortFree(ip string) error {
 	var err error
-	for range 50 {
-		if err = CheckPortFree(ip); err == nil {
-			return nil
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	_ = wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+		err = CheckPortFree(ip)
+		return err == nil, nil
+	})
 	return err
 }
 

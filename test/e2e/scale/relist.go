@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 )
@@ -71,21 +72,16 @@ var ErrNotRefused = errors.New("the API server resumed the watch from the old re
 // returns the API server's refusal (410 Gone, "too old resource version: ..."). It retries
 // while the API server's caches are not ready yet (429, or no connection), for up to timeout.
 func Refused(ctx context.Context, cs kubernetes.Interface, rv string, timeout time.Duration) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
+	var msg string
 	var last error
-	for ctx.Err() == nil {
-		msg, err := refusedOnce(ctx, cs, rv)
-		if err == nil || errors.Is(err, ErrNotRefused) {
-			return msg, err
-		}
-		last = err
-		select {
-		case <-ctx.Done():
-		case <-time.After(500 * time.Millisecond):
-		}
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		msg, last = refusedOnce(ctx, cs, rv)
+		return last == nil || errors.Is(last, ErrNotRefused), nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("watch from resourceVersion %s: %w (last: %v)", rv, err, last)
 	}
-	return "", fmt.Errorf("watch from resourceVersion %s: %w (last: %v)", rv, ctx.Err(), last)
+	return msg, last
 }
 
 func refusedOnce(ctx context.Context, cs kubernetes.Interface, rv string) (string, error) {

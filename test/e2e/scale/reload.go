@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/nsguard/nsguard/test/e2e/cluster"
 	"github.com/nsguard/nsguard/test/e2e/coredns"
@@ -98,17 +99,12 @@ func Reload(ctx context.Context, env Env, after time.Duration) (res ReloadResult
 	allowed, refused := asker{ip: AllowedPodIP, server: env.IP, qname: apex}, asker{ip: RefusedPodIP, server: env.IP, qname: apex}
 	// Both clients are named before the reload: the allowed one gets its answer, the other
 	// one's line names its Pod.
-	deadline := time.Now().Add(env.Timeout)
-	for {
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, env.Timeout, true, func(context.Context) (bool, error) {
 		okAllowed := allowed.once() == dns.RcodeSuccess
 		refused.once()
-		if okAllowed && strings.Contains(srv.Log(), "pod="+RefusedNS+"/"+RefusedPod) {
-			break
-		}
-		if time.Now().After(deadline) {
-			return res, fmt.Errorf("the clients were not named within %v:\n%s", env.Timeout, tail(srv.Log(), 20))
-		}
-		time.Sleep(100 * time.Millisecond)
+		return okAllowed && strings.Contains(srv.Log(), "pod="+RefusedNS+"/"+RefusedPod), nil
+	}); err != nil {
+		return res, fmt.Errorf("the clients were not named within %v:\n%s", env.Timeout, tail(srv.Log(), 20))
 	}
 
 	audit := AuditLog{Path: env.AuditLog}
@@ -131,13 +127,12 @@ func Reload(ctx context.Context, env Env, after time.Duration) (res ReloadResult
 		wg.Wait()
 		return res, err
 	}
-	for !strings.Contains(srv.Log()[logAt:], reloadDone) {
-		if time.Since(began) > env.Timeout {
-			close(stop)
-			wg.Wait()
-			return res, fmt.Errorf("the reload did not complete within %v:\n%s", env.Timeout, tail(srv.Log(), 20))
-		}
-		time.Sleep(10 * time.Millisecond)
+	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, env.Timeout, true, func(context.Context) (bool, error) {
+		return strings.Contains(srv.Log()[logAt:], reloadDone), nil
+	}); err != nil {
+		close(stop)
+		wg.Wait()
+		return res, fmt.Errorf("the reload did not complete within %v:\n%s", env.Timeout, tail(srv.Log(), 20))
 	}
 	res.ReloadTime = time.Since(began)
 	done := time.Now()

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/nsguard/nsguard/test/e2e/cluster"
@@ -425,81 +426,55 @@ func (env Env) renderWith(kubeconfig string, cfg Config, a corefiles.Addrs) (str
 // waitSynced waits for the ready plugin's 200 (every plugin that reports readiness is synced)
 // and, with nsguard, for coredns_nsguard_view_synced 1 when the metric is there at all.
 func waitSynced(ctx context.Context, srv *coredns.Server, ready string, guard bool, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
 	client := &http.Client{Timeout: 2 * time.Second}
-	isReady := func() bool {
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+ready+"/ready", nil)
 		res, err := client.Do(req)
 		if err != nil {
-			return false
+			return false, nil
 		}
 		res.Body.Close()
-		return res.StatusCode == http.StatusOK
-	}
-	for {
-		if isReady() {
-			if !guard {
-				return nil
-			}
-			page, err := srv.Scrape()
-			if err == nil && (coredns.ViewSynced(page) || len(coredns.Samples(page, "coredns_nsguard_view_synced")) == 0) {
-				return nil
-			}
+		if res.StatusCode != http.StatusOK || !guard {
+			return res.StatusCode == http.StatusOK, nil
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("coredns not synced within %v:\n%s", timeout, tail(srv.Log(), 40))
-		case <-time.After(50 * time.Millisecond):
-		}
+		page, err := srv.Scrape()
+		return err == nil && (coredns.ViewSynced(page) || len(coredns.Samples(page, "coredns_nsguard_view_synced")) == 0), nil
+	})
+	if err != nil {
+		return fmt.Errorf("coredns not synced within %v:\n%s", timeout, tail(srv.Log(), 40))
 	}
+	return nil
 }
 
 // waitCollected waits, for up to timeout, until CoreDNS's collector has run after since: the
 // runtime forces a cycle when none ran for two minutes.
 func waitCollected(ctx context.Context, srv *coredns.Server, since time.Time, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for {
+	err := wait.PollUntilContextTimeout(ctx, 5*time.Second, timeout, true, func(context.Context) (bool, error) {
 		page, err := srv.Scrape()
 		if err != nil {
-			return err
+			return false, err
 		}
 		last, err := metric(page, "go_memstats_last_gc_time_seconds")
-		if err != nil {
-			return err
-		}
-		if last > float64(since.UnixNano())/1e9 {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("no collection within %v of %v", timeout, since.Format(time.TimeOnly))
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(5 * time.Second):
-		}
+		return err == nil && last > float64(since.UnixNano())/1e9, err
+	})
+	if ctx.Err() == nil && wait.Interrupted(err) {
+		return fmt.Errorf("no collection within %v of %v", timeout, since.Format(time.TimeOnly))
 	}
+	return err
 }
 
 // settle waits until CoreDNS has used less than 5% of a core in each of 3 seconds running,
 // for up to timeout: the decoding of a list is over, and what it left is what stays.
 func settle(ctx context.Context, srv *coredns.Server, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
 	prev, err := srv.CPUTime()
 	if err != nil {
 		return err
 	}
 	quiet := 0
-	for quiet < 3 {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(time.Second):
-		}
+	err = wait.PollUntilContextTimeout(ctx, time.Second, timeout, false, func(context.Context) (bool, error) {
 		now, err := srv.CPUTime()
 		if err != nil {
-			return err
+			return false, err
 		}
 		if now-prev < 50*time.Millisecond {
 			quiet++
@@ -507,11 +482,12 @@ func settle(ctx context.Context, srv *coredns.Server, timeout time.Duration) err
 			quiet = 0
 		}
 		prev = now
-		if time.Now().After(deadline) {
-			return fmt.Errorf("coredns still busy after %v", timeout)
-		}
+		return quiet == 3, nil
+	})
+	if ctx.Err() == nil && wait.Interrupted(err) {
+		return fmt.Errorf("coredns still busy after %v", timeout)
 	}
-	return nil
+	return err
 }
 
 // waitRelisted waits until, for every agent and resource in watched, the audit log from
@@ -526,32 +502,26 @@ func waitRelisted(ctx context.Context, audit AuditLog, offset int64, watched Cou
 			return nil
 		}
 	}
-	deadline := time.Now().Add(timeout)
-	for {
+	var missing []string
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
 		reqs, err := audit.Since(offset)
 		if err != nil {
-			return err
+			return false, err
 		}
 		full, open := FullStates(reqs), OpenWatches(reqs)
-		var missing []string
+		missing = nil
 		for k := range watched {
 			if full[k] == 0 || open[k] == 0 {
 				missing = append(missing, k.String())
 			}
 		}
-		if len(missing) == 0 {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			slices.Sort(missing)
-			return fmt.Errorf("no relist and watch after the restart within %v for %s", timeout, strings.Join(missing, ", "))
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
+		return len(missing) == 0, nil
+	})
+	if ctx.Err() == nil && wait.Interrupted(err) {
+		slices.Sort(missing)
+		return fmt.Errorf("no relist and watch after the restart within %v for %s", timeout, strings.Join(missing, ", "))
 	}
+	return err
 }
 
 func isCoreDNS(agent string) bool { return slices.Contains(CoreDNSAgents, agent) }
