@@ -9,6 +9,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 )
@@ -30,28 +31,27 @@ func FinalizeNamespaceDeletion(ctx context.Context, cs kubernetes.Interface, nam
 	if err := deleteContents(ctx, cs, name); err != nil {
 		return err
 	}
-	for {
+	err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		ns, err := nsc.Get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
-			return nil
+			return true, nil
 		}
 		if err != nil {
-			return fmt.Errorf("get namespace %s: %w", name, err)
+			return false, fmt.Errorf("get namespace %s: %w", name, err)
 		}
 		if len(ns.Spec.Finalizers) > 0 {
 			ns.Spec.Finalizers = nil
 			_, err := nsc.Finalize(ctx, ns, metav1.UpdateOptions{})
 			if err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
-				return fmt.Errorf("finalize namespace %s: %w", name, err)
+				return false, fmt.Errorf("finalize namespace %s: %w", name, err)
 			}
-			continue
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("namespace %s still present: %w", name, ctx.Err())
-		case <-time.After(100 * time.Millisecond):
-		}
+		return false, nil
+	})
+	if wait.Interrupted(err) {
+		return fmt.Errorf("namespace %s still present: %w", name, err)
 	}
+	return err
 }
 
 // deleteContents issues a collection DELETE for every namespaced resource

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // startupTimeout bounds each wait for a component; both are ready in seconds.
@@ -19,17 +21,15 @@ func waitHTTP(ctx context.Context, p *process, url, token, okBody string, timeou
 	if timeout == 0 {
 		timeout = startupTimeout
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
 	client := &http.Client{
 		Timeout:   2 * time.Second,
 		Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}},
 	}
 	defer client.CloseIdleConnections()
 	var last string
-	for {
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		if ok, err := p.exited(); ok {
-			return fmt.Errorf("%s exited before ready: %v", p.name, err)
+			return false, fmt.Errorf("%s exited before ready: %v", p.name, err)
 		}
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if token != "" {
@@ -40,16 +40,16 @@ func waitHTTP(ctx context.Context, p *process, url, token, okBody string, timeou
 			b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK && strings.Contains(string(b), okBody) {
-				return nil
+				return true, nil
 			}
 			last = fmt.Sprintf("HTTP %d: %s", resp.StatusCode, b)
 		} else {
 			last = err.Error()
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%s not ready at %s: %w (last: %s)", p.name, url, ctx.Err(), last)
-		case <-time.After(100 * time.Millisecond):
-		}
+		return false, nil
+	})
+	if wait.Interrupted(err) {
+		return fmt.Errorf("%s not ready at %s: %w (last: %s)", p.name, url, err, last)
 	}
+	return err
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/nsguard/nsguard/test/e2e/cluster"
 	"github.com/nsguard/nsguard/test/e2e/coredns"
@@ -216,16 +218,20 @@ func (d *demo) report() error {
 	d.header("What nsguard reports: the log line, the Event, the offenders")
 	d.say("In mode log nothing changes for clients. The Pods look up my-app again, until nsguard has named the musl Pod:")
 	re := regexp.MustCompile(`answer through namespace "my-app": client=\S+ pod=new-namespace-1/client-musl `)
-	var line string
-	for deadline := time.Now().Add(45 * time.Second); line == ""; {
+	var out string
+	// Back to back: each try is already a kubectl exec and a kubectl logs.
+	err := wait.PollUntilContextTimeout(d.ctx, 0, 45*time.Second, true, func(context.Context) (bool, error) {
 		if _, err := d.n.Lookup(d.ctx, clientNS, podOf(resolvers.Musl), "my-app"); err != nil {
-			return err
+			return false, err
 		}
-		out, _ := d.n.Kubectl(d.ctx, "", "logs", "-n", "kube-system", "-l", "k8s-app=kube-dns", "--tail=-1")
-		line = re.FindString(out)
-		if line == "" && time.Now().After(deadline) {
-			return fmt.Errorf("expected a log line naming pod new-namespace-1/client-musl:\n%s", out)
-		}
+		out, _ = d.n.Kubectl(d.ctx, "", "logs", "-n", "kube-system", "-l", "k8s-app=kube-dns", "--tail=-1")
+		return re.MatchString(out), nil
+	})
+	switch {
+	case wait.Interrupted(err) && d.ctx.Err() == nil:
+		return fmt.Errorf("expected a log line naming pod new-namespace-1/client-musl:\n%s", out)
+	case err != nil:
+		return err
 	}
 	if _, err := d.lookupAll("my-app"); err != nil {
 		return err
@@ -233,14 +239,11 @@ func (d *demo) report() error {
 	if _, err := d.must(`kubectl logs -n kube-system -l k8s-app=kube-dns --tail=-1 | grep 'plugin/nsguard: answer' | grep client-musl | head -2`); err != nil {
 		return err
 	}
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Second) {
-		out, _ := d.n.Kubectl(d.ctx, "", "get", "events", "-n", clientNS, "--field-selector", "reason=DNSNameThroughNamespace")
-		if strings.Contains(out, "pod/client-musl") {
-			break
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("expected an Event on pod/client-musl:\n%s", out)
-		}
+	if err := wait.PollUntilContextTimeout(d.ctx, time.Second, 30*time.Second, true, func(context.Context) (bool, error) {
+		out, _ = d.n.Kubectl(d.ctx, "", "get", "events", "-n", clientNS, "--field-selector", "reason=DNSNameThroughNamespace")
+		return strings.Contains(out, "pod/client-musl"), nil
+	}); err != nil {
+		return fmt.Errorf("expected an Event on pod/client-musl:\n%s", out)
 	}
 	d.say("The team that owns the Pod sees it where it looks:")
 	if _, err := d.must(`kubectl describe pod -n new-namespace-1 client-musl | sed -n '/^Events:/,$p' | grep -E 'Reason|DNSName'`); err != nil {

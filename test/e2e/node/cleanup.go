@@ -2,6 +2,7 @@ package node
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -12,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // containerdSock is containerd's socket; its shims carry it in their command line.
@@ -67,16 +70,13 @@ func removeAll(toolsBin string) error {
 // containerd shim of the node's containerd, by process ID. The shims outlive containerd by
 // design; nothing else on the machine runs in these cgroups or names this socket.
 func killContainers() {
-	for range 20 {
+	_ = wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 2*time.Second, true, func(context.Context) (bool, error) {
 		pids := append(cgroupPIDs(), shimPIDs()...)
-		if len(pids) == 0 {
-			return
-		}
 		for _, pid := range pids {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return len(pids) == 0, nil
+	})
 }
 
 // cgroupHierarchies are the v1 hierarchies that hold the node's cgroup root.
@@ -138,13 +138,13 @@ func removeCgroups() error {
 		slices.Reverse(dirs)
 		for _, d := range dirs {
 			var err error
-			for range 50 { // a killed process leaves its cgroup a moment later
-				if err = syscall.Rmdir(d); err == nil || errors.Is(err, syscall.ENOENT) {
+			// A killed process leaves its cgroup a moment later.
+			_ = wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+				if err = syscall.Rmdir(d); errors.Is(err, syscall.ENOENT) {
 					err = nil
-					break
 				}
-				time.Sleep(100 * time.Millisecond)
-			}
+				return err == nil, nil
+			})
 			if err != nil {
 				errs = append(errs, fmt.Errorf("rmdir %s: %w", d, err))
 			}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
+
 	"github.com/nsguard/nsguard/test/e2e/cluster"
 )
 
@@ -98,16 +100,20 @@ func startContainerd(ctx context.Context, dir string) (*cluster.Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	for deadline := time.Now().Add(30 * time.Second); ; {
+	var exited bool
+	var exitErr error
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		if out, err := ctr(ctx, "version"); err == nil && strings.Contains(out, "Server:") {
-			return d, nil
+			return true, nil
 		}
-		if done, err := d.Exited(); done || time.Now().After(deadline) {
-			d.Stop(0)
-			return nil, fmt.Errorf("containerd not up (exited: %v, %v):\n%s", done, err, tailFile(logPath, 30))
-		}
-		time.Sleep(100 * time.Millisecond)
+		exited, exitErr = d.Exited()
+		return exited, nil // an exited containerd ends the wait too
+	})
+	if err != nil || exited {
+		d.Stop(0)
+		return nil, fmt.Errorf("containerd not up (exited: %v, %v):\n%s", exited, exitErr, tailFile(logPath, 30))
 	}
+	return d, nil
 }
 
 // ctr runs containerd's own client against the node's containerd, in Kubernetes' namespace.

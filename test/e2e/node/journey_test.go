@@ -3,6 +3,7 @@
 package node
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/nsguard/nsguard/test/e2e/coredns"
 	"github.com/nsguard/nsguard/test/e2e/resolvers"
@@ -202,14 +204,12 @@ func startLoad(t *testing.T, name, nameserver string) {
 	t.Helper()
 	apply(t, loadPod(name, nameserver))
 	waitRunning(t, "default", name, 2*time.Minute)
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Second) {
-		if out, _ := sh(t, "kubectl logs -n default "+name); regexp.MustCompile(`ok=[1-9]`).MatchString(out) {
-			return
-		}
-		if time.Now().After(deadline) {
-			out, _ := sh(t, "kubectl logs -n default "+name)
-			t.Fatalf("%s answered nothing in 30 s:\n%s", name, out)
-		}
+	var out string
+	if err := wait.PollUntilContextTimeout(t.Context(), time.Second, 30*time.Second, true, func(context.Context) (bool, error) {
+		out, _ = sh(t, "kubectl logs -n default "+name)
+		return regexp.MustCompile(`ok=[1-9]`).MatchString(out), nil
+	}); err != nil {
+		t.Fatalf("%s answered nothing in 30 s:\n%s", name, out)
 	}
 }
 
@@ -294,15 +294,12 @@ func stepReport(t *testing.T) {
 	must(t, "kubectl apply -k "+repoPath("deploy/kubernetes-events"))
 	took := waitReloaded(t, "k8s-app=kube-dns", before, 3*time.Minute)
 	t.Logf("the events overlay's Corefile ran on every CoreDNS Pod %s after kubectl apply", took.Round(time.Second))
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(2 * time.Second) {
+	if err := wait.PollUntilContextTimeout(t.Context(), 2*time.Second, time.Minute, true, func(context.Context) (bool, error) {
 		lookup(t, clientNS, centralPod(resolvers.Musl), "my-app")
 		out := must(t, "kubectl describe pod -n "+clientNS+" "+centralPod(resolvers.Musl)+" | sed -n '/^Events:/,$p'")
-		if strings.Contains(out, "DNSNameThroughNamespace") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no DNSNameThroughNamespace Event in kubectl describe pod after a minute")
-		}
+		return strings.Contains(out, "DNSNameThroughNamespace"), nil
+	}); err != nil {
+		t.Fatalf("no DNSNameThroughNamespace Event in kubectl describe pod after a minute")
 	}
 	must(t, "kubectl get events -A --field-selector reason=DNSNameThroughNamespace")
 
@@ -329,16 +326,18 @@ func waitLogAfter(t *testing.T, pattern string, timeout time.Duration, ask func(
 func waitLogIn(t *testing.T, logs func(*testing.T) string, pattern string, timeout time.Duration, ask func()) string {
 	t.Helper()
 	re := regexp.MustCompile(pattern)
-	for deadline := time.Now().Add(timeout); ; time.Sleep(time.Second) {
+	var out, line string
+	if err := wait.PollUntilContextTimeout(t.Context(), time.Second, timeout, true, func(context.Context) (bool, error) {
 		ask()
-		out := logs(t)
-		for _, l := range strings.Split(out, "\n") {
-			if re.MatchString(l) {
-				return l
+		out = logs(t)
+		for _, line = range strings.Split(out, "\n") {
+			if re.MatchString(line) {
+				return true, nil
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no log line matches %s after %s:\n%s", pattern, timeout, out)
-		}
+		return false, nil
+	}); err != nil {
+		t.Fatalf("no log line matches %s after %s:\n%s", pattern, timeout, out)
 	}
+	return line
 }

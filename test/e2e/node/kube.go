@@ -13,6 +13,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/nsguard/nsguard/test/e2e/resolvers"
 )
@@ -146,20 +147,16 @@ patches:
 
 // WaitRunning waits until the Pod runs, is Ready and has an address.
 func (n *Node) WaitRunning(ctx context.Context, ns, name string, timeout time.Duration) (*corev1.Pod, error) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	for {
-		p, err := n.CP.Clientset().CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
-		if err == nil && p.Status.Phase == corev1.PodRunning && (p.Status.PodIP != "" || p.Spec.HostNetwork) && PodReady(p) {
-			return p, nil
-		}
-		select {
-		case <-ctx.Done():
-			desc, _ := n.Kubectl(context.WithoutCancel(ctx), "", "describe", "pod", "-n", ns, name)
-			return nil, fmt.Errorf("pod %s/%s not running after %s: %v\n%s", ns, name, timeout, err, desc)
-		case <-time.After(300 * time.Millisecond):
-		}
+	var p *corev1.Pod
+	var err error
+	if wait.PollUntilContextTimeout(ctx, 300*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		p, err = n.CP.Clientset().CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		return err == nil && p.Status.Phase == corev1.PodRunning && (p.Status.PodIP != "" || p.Spec.HostNetwork) && PodReady(p), nil
+	}) != nil {
+		desc, _ := n.Kubectl(context.WithoutCancel(ctx), "", "describe", "pod", "-n", ns, name)
+		return nil, fmt.Errorf("pod %s/%s not running after %s: %v\n%s", ns, name, timeout, err, desc)
 	}
+	return p, nil
 }
 
 // PodReady reports the Pod's Ready condition.
@@ -220,10 +217,11 @@ func (n *Node) ConfigCounts(ctx context.Context, selector string) (map[string]in
 // plugin picked the ConfigMap's new Corefile up, once kubelet updated the volume.
 func (n *Node) WaitReloaded(ctx context.Context, selector string, before map[string]int, timeout time.Duration) (time.Duration, error) {
 	start := time.Now()
-	for {
-		now, err := n.ConfigCounts(ctx, selector)
-		if err != nil {
-			return 0, err
+	var now map[string]int
+	err := wait.PollUntilContextTimeout(ctx, 2*time.Second, timeout, true, func(context.Context) (bool, error) {
+		var err error
+		if now, err = n.ConfigCounts(ctx, selector); err != nil {
+			return false, err
 		}
 		done := len(before) > 0
 		for p, c := range before {
@@ -231,16 +229,13 @@ func (n *Node) WaitReloaded(ctx context.Context, selector string, before map[str
 				done = false
 			}
 		}
-		if done {
-			return time.Since(start), nil
-		}
-		if time.Since(start) > timeout {
-			return 0, fmt.Errorf("CoreDNS Pods %v did not reload within %s (configurations run: before %v, now %v)", selector, timeout, before, now)
-		}
-		select {
-		case <-ctx.Done():
-			return 0, ctx.Err()
-		case <-time.After(2 * time.Second):
-		}
+		return done, nil
+	})
+	switch {
+	case wait.Interrupted(err) && ctx.Err() == nil:
+		return 0, fmt.Errorf("CoreDNS Pods %v did not reload within %s (configurations run: before %v, now %v)", selector, timeout, before, now)
+	case err != nil:
+		return 0, err
 	}
+	return time.Since(start), nil
 }

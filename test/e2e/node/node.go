@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/nsguard/nsguard/test/e2e/cluster"
 	"github.com/nsguard/nsguard/test/e2e/coredns"
@@ -215,13 +216,11 @@ func Start(ctx context.Context, opts Options) (_ *Node, err error) {
 // waitReady waits for the node's Ready condition and for the default ServiceAccount, which
 // the controller manager creates and every Pod needs.
 func (n *Node) waitReady(ctx context.Context, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
 	cs := n.CP.Clientset()
 	var last string
-	for {
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		if err := n.daemonsAlive(); err != nil {
-			return err
+			return false, err
 		}
 		node, err := cs.CoreV1().Nodes().Get(ctx, NodeName, metav1.GetOptions{})
 		switch {
@@ -232,7 +231,7 @@ func (n *Node) waitReady(ctx context.Context, timeout time.Duration) error {
 		default:
 			_, err := cs.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{})
 			if err == nil {
-				return nil
+				return true, nil
 			}
 			if !apierrors.IsNotFound(err) {
 				last = err.Error()
@@ -240,12 +239,12 @@ func (n *Node) waitReady(ctx context.Context, timeout time.Duration) error {
 				last = "no ServiceAccount default/default yet"
 			}
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("node not ready after %s: %s\n--- kubelet.log ---\n%s", timeout, last, tailFile(filepath.Join(n.opts.Dir, "kubelet.log"), 40))
-		case <-time.After(500 * time.Millisecond):
-		}
+		return false, nil
+	})
+	if wait.Interrupted(err) {
+		return fmt.Errorf("node not ready after %s: %s\n--- kubelet.log ---\n%s", timeout, last, tailFile(filepath.Join(n.opts.Dir, "kubelet.log"), 40))
 	}
+	return err
 }
 
 func nodeReady(node *corev1.Node) bool {

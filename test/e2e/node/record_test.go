@@ -19,6 +19,7 @@ import (
 
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 )
 
@@ -67,22 +68,20 @@ func recordDNS(t *testing.T, dir string) *dnsRecord {
 	// A watch of its own, begun again at once whenever it ends (the API server away): an
 	// informer would wait out client-go's back-off, and miss what happens meanwhile.
 	r.done.Go(func() {
+		// Non-sliding: a watch that lasted 200 ms begins again at once, a refused one after 200 ms.
 		seen := map[string]map[string]string{} // slice -> ip -> pod
-		for ctx.Err() == nil {
+		wait.NonSlidingUntilWithContext(ctx, func(ctx context.Context) {
 			w, err := env.node.CP.Clientset().DiscoveryV1().EndpointSlices("kube-system").Watch(ctx,
 				metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=kube-dns"})
 			if err != nil {
-				time.Sleep(200 * time.Millisecond)
-				continue
+				return
 			}
 			for ev := range w.ResultChan() {
-				s, ok := ev.Object.(*discoveryv1.EndpointSlice)
-				if !ok {
-					continue
+				if s, ok := ev.Object.(*discoveryv1.EndpointSlice); ok {
+					r.change(seen, s, ev.Type == watch.Deleted)
 				}
-				r.change(seen, s, ev.Type == watch.Deleted)
 			}
-		}
+		}, 200*time.Millisecond)
 	})
 	return r
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/miekg/dns"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/nsguard/nsguard/test/e2e/coredns"
 	"github.com/nsguard/nsguard/test/e2e/resolvers"
@@ -47,14 +48,13 @@ patches:
 	must(t, "kubectl -n kube-system rollout status daemonset/node-local-dns --timeout=3m")
 	// Its upstream, kube-dns-upstream, is a Service made in the same apply: until kube-proxy
 	// has its endpoints, the cache's forward is refused and clients get SERVFAIL.
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(500 * time.Millisecond) {
-		m, err := resolvers.Query(t.Context(), NodeLocalIP.String()+":53", "kubernetes.default.svc.cluster.local.", dns.TypeA)
-		if err == nil && m.Rcode == dns.RcodeSuccess && len(m.Answer) > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the node-local cache does not answer kubernetes.default.svc.cluster.local after a minute: %v %v", m, err)
-		}
+	var m *dns.Msg
+	var err error
+	if wait.PollUntilContextTimeout(t.Context(), 500*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		m, err = resolvers.Query(t.Context(), NodeLocalIP.String()+":53", "kubernetes.default.svc.cluster.local.", dns.TypeA)
+		return err == nil && m.Rcode == dns.RcodeSuccess && len(m.Answer) > 0, nil
+	}) != nil {
+		t.Fatalf("the node-local cache does not answer kubernetes.default.svc.cluster.local after a minute: %v %v", m, err)
 	}
 	time.Sleep(5 * time.Second) // the SERVFAILs of that moment leave the cache
 
@@ -230,18 +230,18 @@ func churn(t *testing.T, p churnPath) {
 	apply(t, clientPod("kube-system", first, resolvers.Musl, p.nameserver))
 	a := waitRunning(t, "kube-system", first, 2*time.Minute)
 	addr := a.Status.PodIP
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Second) {
+	if err := wait.PollUntilContextTimeout(t.Context(), time.Second, 30*time.Second, true, func(context.Context) (bool, error) {
 		r := lookup(t, "kube-system", first, "my-app")
 		if r.OK() {
 			t.Fatalf("%s: musl in kube-system/%s got %s: allowed, it should stop at the namespace's empty answer", p.name, first, show(r))
 		}
-		if n := allowed(); n > allowedBefore {
+		n := allowed()
+		if n > allowedBefore {
 			t.Logf("%s: kube-system/%s at %s: musl failed (allowed, not refused); allowed answers of kube-system %v -> %v", p.name, first, addr, allowedBefore, n)
-			break
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: no allowed answer counted for kube-system/%s at %s", p.name, first, addr)
-		}
+		return n > allowedBefore, nil
+	}); err != nil {
+		t.Fatalf("%s: no allowed answer counted for kube-system/%s at %s", p.name, first, addr)
 	}
 	if err := cs.Pods("kube-system").Delete(t.Context(), first, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
 		t.Fatal(err)
@@ -304,14 +304,11 @@ func coreDNSScrapes(t *testing.T) []string {
 
 func waitGone(t *testing.T, ns, name string) {
 	t.Helper()
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(300 * time.Millisecond) {
+	if err := wait.PollUntilContextTimeout(t.Context(), 300*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
 		_, err := env.node.CP.Clientset().CoreV1().Pods(ns).Get(t.Context(), name, metav1.GetOptions{})
-		if err != nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("pod %s/%s still there after a minute", ns, name)
-		}
+		return err != nil, nil
+	}); err != nil {
+		t.Fatalf("pod %s/%s still there after a minute", ns, name)
 	}
 }
 
@@ -364,14 +361,15 @@ func stepOutage(t *testing.T) {
 	env.node.CP.StopControllerManager()
 	start := time.Now()
 	rose := map[string]time.Duration{}
-	for time.Since(start) < 60*time.Second {
+	// The API server stays away the whole minute; meanwhile, note when each stale gauge rises.
+	_ = wait.PollUntilContextTimeout(t.Context(), 2*time.Second, time.Minute, true, func(context.Context) (bool, error) {
 		for name, v := range stale() {
 			if _, ok := rose[name]; !ok && v == 1 {
 				rose[name] = time.Since(start).Round(time.Second)
 			}
 		}
-		time.Sleep(2 * time.Second)
-	}
+		return false, nil
+	})
 	if err := env.node.CP.RestartAPIServer(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -386,13 +384,14 @@ func stepOutage(t *testing.T) {
 		}
 	}
 	fell := map[string]time.Duration{}
-	for deadline := time.Now().Add(2 * time.Minute); len(fell) < len(scrapes) && time.Now().Before(deadline); time.Sleep(2 * time.Second) {
+	_ = wait.PollUntilContextTimeout(t.Context(), 2*time.Second, 2*time.Minute, true, func(context.Context) (bool, error) {
 		for name, v := range stale() {
 			if _, ok := fell[name]; !ok && v == 0 {
 				fell[name] = time.Since(back).Round(time.Second)
 			}
 		}
-	}
+		return len(fell) == len(scrapes), nil
+	})
 	t.Logf("stale gauge fell %v after the API server came back", fell)
 	if len(fell) < len(scrapes) {
 		t.Errorf("the stale gauge did not fall everywhere within 2 minutes: %v", stale())
@@ -429,16 +428,14 @@ spec:
 	must(t, "kubectl label -n default --overwrite pod "+journey.centralLoad+" nsguard-e2e-following="+mark)
 	podIP := waitRunning(t, "default", journey.centralLoad, time.Minute).Status.PodIP
 	rule := regexp.MustCompile(`(?m)"default/nsguard-e2e-following:probe".* -j DNAT --to-destination ` + regexp.QuoteMeta(podIP) + `:9$`)
-	for deadline := time.Now().Add(3 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
+	if err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, 3*time.Minute, true, func(context.Context) (bool, error) {
 		rules, _ := sh(t, "iptables-save -t nat")
-		if rule.MatchString(rules) {
-			return time.Now()
-		}
-		if time.Now().After(deadline) {
-			slices, _ := sh(t, "kubectl get endpointslices -n default -l kubernetes.io/service-name=nsguard-e2e-following -o wide")
-			t.Fatalf("3 minutes after the API server came back, kube-proxy has no rule to %s for Service nsguard-e2e-following:\n%s", podIP, slices)
-		}
+		return rule.MatchString(rules), nil
+	}); err != nil {
+		slices, _ := sh(t, "kubectl get endpointslices -n default -l kubernetes.io/service-name=nsguard-e2e-following -o wide")
+		t.Fatalf("3 minutes after the API server came back, kube-proxy has no rule to %s for Service nsguard-e2e-following:\n%s", podIP, slices)
 	}
+	return time.Now()
 }
 
 // staleGauge reads coredns_nsguard_view_stale, summed over server blocks.
@@ -505,8 +502,9 @@ func waitLookupsEnded(t *testing.T, before time.Time) {
 	t.Helper()
 	line := regexp.MustCompile(`(?m)^t=(\S+) .* oldest=(\S+)$`)
 	for _, name := range []string{journey.centralLoad, journey.nodeLoad} {
-		for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(time.Second) {
-			out := kubectl(t, "logs", "-n", "default", name, "--tail=5")
+		var out string
+		if err := wait.PollUntilContextTimeout(t.Context(), time.Second, 2*time.Minute, true, func(context.Context) (bool, error) {
+			out = kubectl(t, "logs", "-n", "default", name, "--tail=5")
 			done := false
 			for _, m := range line.FindAllStringSubmatch(out, -1) {
 				at, err := time.Parse(time.RFC3339, m[1])
@@ -516,12 +514,9 @@ func waitLookupsEnded(t *testing.T, before time.Time) {
 				oldest, err := time.Parse(time.RFC3339Nano, m[2])
 				done = done || m[2] == "-" || err == nil && oldest.After(before)
 			}
-			if done {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: lookups begun before %s still under way after 2 minutes:\n%s", name, before.UTC().Format(time.RFC3339Nano), out)
-			}
+			return done, nil
+		}); err != nil {
+			t.Fatalf("%s: lookups begun before %s still under way after 2 minutes:\n%s", name, before.UTC().Format(time.RFC3339Nano), out)
 		}
 	}
 }

@@ -3,12 +3,15 @@
 package node
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/nsguard/nsguard/test/e2e/coredns"
 )
@@ -97,15 +100,12 @@ func stepWebhook(t *testing.T) {
 	must(t, "kubectl delete -k "+overlay+" --ignore-not-found --timeout=3m")
 	must(t, "kubectl delete namespace shop pod webhook-clean --timeout=3m")
 	must(t, "kubectl -n new-namespace-2 delete service shop")
-	for start := time.Now(); ; {
-		out, _ := sh(t, "kubectl create namespace svc --dry-run=server")
-		if !strings.Contains(out, "Warning:") {
-			break
-		}
-		if time.Since(start) > 30*time.Second {
-			t.Fatalf("30s after its removal the webhook still warns: %s", out)
-		}
-		time.Sleep(200 * time.Millisecond)
+	var out string
+	if err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		out, _ = sh(t, "kubectl create namespace svc --dry-run=server")
+		return !strings.Contains(out, "Warning:"), nil
+	}); err != nil {
+		t.Fatalf("30s after its removal the webhook still warns: %s", out)
 	}
 }
 
@@ -113,18 +113,15 @@ func stepWebhook(t *testing.T) {
 func waitWarned(t *testing.T, line, want string) {
 	t.Helper()
 	start := time.Now()
-	for {
-		out, _ := sh(t, line)
-		if strings.Contains(out, want) {
-			t.Logf("$ %s (reached the webhook %v after its rollout)\n%s", line, time.Since(start).Round(time.Millisecond), out)
-			return
-		}
-		if time.Since(start) > 30*time.Second {
-			t.Fatalf("$ %s\n%s\nthe API server did not call the webhook within 30s; its Pods:\n%s", line, out,
-				kubectl(t, "-n", "nsguard-system", "logs", "-l", "app.kubernetes.io/name=nsguard-webhook", "--tail=20"))
-		}
-		time.Sleep(200 * time.Millisecond)
+	var out string
+	if err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		out, _ = sh(t, line)
+		return strings.Contains(out, want), nil
+	}); err != nil {
+		t.Fatalf("$ %s\n%s\nthe API server did not call the webhook within 30s; its Pods:\n%s", line, out,
+			kubectl(t, "-n", "nsguard-system", "logs", "-l", "app.kubernetes.io/name=nsguard-webhook", "--tail=20"))
 	}
+	t.Logf("$ %s (reached the webhook %v after its rollout)\n%s", line, time.Since(start).Round(time.Millisecond), out)
 }
 
 // failedOpen is the API server's count of the webhook's calls it let through.
