@@ -362,14 +362,15 @@ func stepOutage(t *testing.T) {
 	start := time.Now()
 	rose := map[string]time.Duration{}
 	// The API server stays away the whole minute; meanwhile, note when each stale gauge rises.
-	_ = wait.PollUntilContextTimeout(t.Context(), 2*time.Second, time.Minute, true, func(context.Context) (bool, error) {
+	away, cancel := context.WithTimeout(t.Context(), time.Minute)
+	wait.UntilWithContext(away, func(context.Context) {
 		for name, v := range stale() {
 			if _, ok := rose[name]; !ok && v == 1 {
 				rose[name] = time.Since(start).Round(time.Second)
 			}
 		}
-		return false, nil
-	})
+	}, 2*time.Second)
+	cancel()
 	if err := env.node.CP.RestartAPIServer(t.Context()); err != nil {
 		t.Fatal(err)
 	}
