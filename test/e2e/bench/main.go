@@ -46,6 +46,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"github.com/prometheus/procfs"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/nsguard/nsguard/test/e2e/cluster"
@@ -649,7 +650,7 @@ func measure(ctx context.Context, loads []load, servers []*coredns.Server, ips .
 	if err != nil {
 		return nil, err
 	}
-	stolen, total, err := stealTicks()
+	stolen, total, err := stealTime()
 	if err != nil {
 		return nil, err
 	}
@@ -670,7 +671,7 @@ func measure(ctx context.Context, loads []load, servers []*coredns.Server, ips .
 	if err != nil {
 		return nil, err
 	}
-	stolen2, total2, err := stealTicks()
+	stolen2, total2, err := stealTime()
 	if err != nil {
 		return nil, err
 	}
@@ -681,7 +682,7 @@ func measure(ctx context.Context, loads []load, servers []*coredns.Server, ips .
 	for i := range servers {
 		res[i].cpu = after[i] - before[i]
 		if total2 > total {
-			res[i].steal = float64(stolen2-stolen) / float64(total2-total)
+			res[i].steal = (stolen2 - stolen) / (total2 - total)
 		}
 	}
 	return res, nil
@@ -699,32 +700,20 @@ func cpuTimes(servers []*coredns.Server) ([]time.Duration, error) {
 	return ts, nil
 }
 
-// stealTicks reads the machine's steal time and all its CPU time from /proc/stat. On a
-// shared host the hypervisor's steal also evicts CoreDNS's caches: it is what makes a round
-// swing, so the summary states it.
-func stealTicks() (steal, total uint64, err error) {
-	b, err := os.ReadFile("/proc/stat")
+// stealTime reads the machine's steal time and all its CPU time, in seconds, from /proc/stat.
+// On a shared host the hypervisor's steal also evicts CoreDNS's caches: it is what makes a
+// round swing, so the summary states it.
+func stealTime() (steal, total float64, err error) {
+	fs, err := procfs.NewDefaultFS()
 	if err != nil {
 		return 0, 0, err
 	}
-	line, _, _ := strings.Cut(string(b), "\n")
-	f := strings.Fields(line)
-	if len(f) < 9 || f[0] != "cpu" {
-		return 0, 0, fmt.Errorf("/proc/stat: unexpected first line %q", line)
+	st, err := fs.Stat()
+	if err != nil {
+		return 0, 0, err
 	}
-	for i, v := range f[1:] {
-		n, err := strconv.ParseUint(v, 10, 64)
-		if err != nil {
-			return 0, 0, fmt.Errorf("/proc/stat: %q: %w", v, err)
-		}
-		if i < 8 { // user nice system idle iowait irq softirq steal; guest time is in user already
-			total += n
-		}
-		if i == 7 {
-			steal = n
-		}
-	}
-	return steal, total, nil
+	c := st.CPUTotal // guest time is in User already
+	return c.Steal, c.User + c.Nice + c.System + c.Idle + c.Iowait + c.IRQ + c.SoftIRQ + c.Steal, nil
 }
 
 var (

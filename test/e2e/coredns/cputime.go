@@ -1,31 +1,20 @@
 package coredns
 
 import (
-	"fmt"
-	"os"
-	"strconv"
-	"strings"
 	"time"
-)
 
-// clockTicks is USER_HZ, which Linux fixes at 100 for /proc.
-const clockTicks = 100
+	"github.com/prometheus/procfs"
+)
 
 // cpuTime reads utime+stime of pid from /proc/PID/stat.
 func cpuTime(pid int) (time.Duration, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	p, err := procfs.NewProc(pid)
 	if err != nil {
 		return 0, err
 	}
-	// The command name may hold spaces; the fields after it are fixed.
-	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
-	if len(f) < 13 {
-		return 0, fmt.Errorf("short /proc/%d/stat", pid)
+	st, err := p.Stat()
+	if err != nil {
+		return 0, err
 	}
-	utime, err1 := strconv.ParseInt(f[11], 10, 64)
-	stime, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, fmt.Errorf("bad /proc/%d/stat", pid)
-	}
-	return time.Duration(utime+stime) * time.Second / clockTicks, nil
+	return time.Duration(st.CPUTime() * float64(time.Second)), nil
 }

@@ -1,7 +1,6 @@
 package node
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/procfs"
 	"k8s.io/apimachinery/pkg/util/wait"
 )
 
@@ -106,19 +106,11 @@ func cgroupPIDs() []int {
 
 func shimPIDs() []int {
 	var pids []int
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil {
-			continue
-		}
-		args := strings.Split(string(b), "\x00")
-		if len(args) > 0 && strings.HasPrefix(filepath.Base(args[0]), "containerd-shim") && slices.Contains(args, containerdSock) {
-			pids = append(pids, pid)
+	procs, _ := procfs.AllProcs()
+	for _, p := range procs {
+		args, err := p.CmdLine()
+		if err == nil && len(args) > 0 && strings.HasPrefix(filepath.Base(args[0]), "containerd-shim") && slices.Contains(args, containerdSock) {
+			pids = append(pids, p.PID)
 		}
 	}
 	return pids
@@ -155,19 +147,13 @@ func removeCgroups() error {
 
 // mountsUnder lists the mount points below any of dirs, deepest first.
 func mountsUnder(dirs ...string) ([]string, error) {
-	f, err := os.Open("/proc/self/mountinfo")
+	infos, err := procfs.GetMounts()
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
 	var mounts []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 5 {
-			continue
-		}
-		mp := unescapeMount(fields[4])
+	for _, mi := range infos {
+		mp := unescapeMount(mi.MountPoint) // procfs leaves the kernel's octal escapes
 		for _, d := range dirs {
 			if mp == d || strings.HasPrefix(mp, d+"/") {
 				mounts = append(mounts, mp)
@@ -175,7 +161,7 @@ func mountsUnder(dirs ...string) ([]string, error) {
 		}
 	}
 	slices.SortFunc(mounts, func(a, b string) int { return strings.Count(b, "/") - strings.Count(a, "/") })
-	return mounts, sc.Err()
+	return mounts, nil
 }
 
 func unescapeMount(s string) string {

@@ -1,14 +1,12 @@
 package scale
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
 	"os"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
+
+	"github.com/prometheus/procfs"
 )
 
 // Mem is what /proc/PID/status says of a process's resident memory, in bytes.
@@ -19,46 +17,20 @@ type Mem struct {
 	File uint64 // RssFile: the binary's pages in memory, which reclaim can drop
 }
 
-// ReadMem reads VmHWM and VmRSS of pid.
+// ReadMem reads pid's VmHWM, VmRSS, RssAnon and RssFile.
 func ReadMem(pid int) (Mem, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	p, err := procfs.NewProc(pid)
 	if err != nil {
 		return Mem{}, err
 	}
-	var m Mem
-	var seen int
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), ":")
-		var dst *uint64
-		switch k {
-		case "VmHWM":
-			dst = &m.HWM
-		case "VmRSS":
-			dst = &m.RSS
-		case "RssAnon":
-			dst = &m.Anon
-		case "RssFile":
-			dst = &m.File
-		}
-		if !ok || dst == nil {
-			continue
-		}
-		f := strings.Fields(v)
-		if len(f) != 2 || f[1] != "kB" {
-			return Mem{}, fmt.Errorf("/proc/%d/status: %s:%s", pid, k, v)
-		}
-		n, err := strconv.ParseUint(f[0], 10, 64)
-		if err != nil {
-			return Mem{}, fmt.Errorf("/proc/%d/status: %s: %w", pid, k, err)
-		}
-		*dst = n << 10
-		seen++
+	st, err := p.NewStatus()
+	if err != nil {
+		return Mem{}, err
 	}
-	if seen != 4 {
-		return Mem{}, fmt.Errorf("/proc/%d/status: no VmHWM, VmRSS, RssAnon and RssFile", pid)
+	if st.VmHWM == 0 { // a zombie's status has no memory lines
+		return Mem{}, fmt.Errorf("/proc/%d/status: no VmHWM", pid)
 	}
-	return m, nil
+	return Mem{HWM: st.VmHWM, RSS: st.VmRSS, Anon: st.RssAnon, File: st.RssFile}, nil
 }
 
 // ResetPeak sets pid's VmHWM to its VmRSS now (writing 5 to /proc/PID/clear_refs), so that the

@@ -3,6 +3,7 @@ package scale
 import (
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -115,5 +116,24 @@ func TestMemoryLimitRule(t *testing.T) {
 	}
 	if got := GoMemLimit(100 << 20); got != 90<<20 {
 		t.Errorf("GoMemLimit(100 MiB) = %d, want 90 MiB", got)
+	}
+}
+
+// ReadMem reads a live process's memory lines, and fails on one that is not there.
+func TestReadMem(t *testing.T) {
+	buf := make([]byte, 8<<20)
+	for i := range buf {
+		buf[i] = 1 // resident, not only reserved
+	}
+	m, err := ReadMem(os.Getpid())
+	runtime.KeepAlive(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.RSS < uint64(len(buf)) || m.HWM < m.RSS || m.Anon == 0 || m.File == 0 {
+		t.Errorf("ReadMem(self) = %+v, want VmRSS at least %d and VmHWM at least VmRSS", m, len(buf))
+	}
+	if _, err := ReadMem(1 << 30); err == nil {
+		t.Error("ReadMem of a pid that does not exist: no error")
 	}
 }
