@@ -25,7 +25,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
@@ -325,9 +324,12 @@ func eventsServiceAccount(t *testing.T) (string, func()) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, doc := range strings.Split(string(b), "\n---") {
-		o, _, err := scheme.Codecs.UniversalDeserializer().Decode([]byte(doc), nil, nil)
-		if role, ok := o.(*rbacv1.ClusterRole); err == nil && ok {
+	objs, err := cluster.DecodeManifests(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		if role, ok := o.(*rbacv1.ClusterRole); ok {
 			if role.Name != eventsRole {
 				t.Fatalf("the shipped Events role is %s", role.Name)
 			}

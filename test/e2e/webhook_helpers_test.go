@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/tls"
@@ -27,9 +26,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/util/cert"
 
 	"github.com/nsguard/nsguard/test/e2e/cluster"
@@ -58,19 +55,11 @@ func readShippedWebhook(t *testing.T, cp *cluster.ControlPlane) shippedWebhook {
 		t.Fatal(err)
 	}
 	var s shippedWebhook
-	dec := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(out)))
-	for {
-		doc, err := dec.Read()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(doc, nil, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+	objs, err := cluster.DecodeManifests(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, obj := range objs {
 		switch o := obj.(type) {
 		case *appsv1.Deployment:
 			s.container = o.Spec.Template.Spec.Containers[0]

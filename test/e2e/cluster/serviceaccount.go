@@ -50,7 +50,7 @@ func CoreDNSToken(ctx context.Context, cs kubernetes.Interface, root string) ([]
 	}
 	made := map[string]bool{}
 	for _, rel := range rbacManifests {
-		objs, err := decodeManifests(filepath.Join(root, rel))
+		objs, err := decodeManifestFile(filepath.Join(root, rel))
 		if err != nil {
 			return nil, err
 		}
@@ -102,12 +102,9 @@ func createRBAC(ctx context.Context, cs kubernetes.Interface, o runtime.Object) 
 	return name, nil
 }
 
-// decodeManifests reads every YAML document of path into a typed object.
-func decodeManifests(path string) ([]runtime.Object, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
+// DecodeManifests decodes every YAML document of b (a manifest file, kustomize's output)
+// into a typed object.
+func DecodeManifests(b []byte) ([]runtime.Object, error) {
 	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(b)))
 	var objs []runtime.Object
 	for {
@@ -116,17 +113,30 @@ func decodeManifests(path string) ([]runtime.Object, error) {
 			return objs, nil
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
+			return nil, err
 		}
 		if len(bytes.TrimSpace(doc)) == 0 {
 			continue
 		}
 		o, _, err := scheme.Codecs.UniversalDeserializer().Decode(doc, nil, nil)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
+			return nil, err
 		}
 		objs = append(objs, o)
 	}
+}
+
+// decodeManifestFile is DecodeManifests of a file, its errors named by the file.
+func decodeManifestFile(path string) ([]runtime.Object, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	objs, err := DecodeManifests(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return objs, nil
 }
 
 func ensureNamespace(ctx context.Context, cs kubernetes.Interface, name string) error {

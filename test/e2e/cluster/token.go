@@ -23,7 +23,7 @@ func ServiceAccountToken(ctx context.Context, cs kubernetes.Interface, root stri
 	}
 	found := false
 	for _, rel := range manifests {
-		objs, err := decodeManifests(filepath.Join(root, rel))
+		objs, err := decodeManifestFile(filepath.Join(root, rel))
 		if err != nil {
 			return nil, err
 		}
