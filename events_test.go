@@ -74,9 +74,10 @@ func TestEventOnClientPod(t *testing.T) {
 	}
 	ask(g, "kubernetes", "10.244.1.5", "shop.svc.cluster.local.")   // another name: an Event of its own
 	ask(g, "kubernetes", "10.244.9.9", "my-app.svc.cluster.local.") // no Pod: nobody to tell
-	events := podEvents(t, cs, "new-namespace-1", 2)
+	podEvents(t, cs, "new-namespace-1", 2)
 	time.Sleep(200 * time.Millisecond) // a third would show by now
-	if events = podEvents(t, cs, "new-namespace-1", 2); len(events) != 2 {
+	events := podEvents(t, cs, "new-namespace-1", 2)
+	if len(events) != 2 {
 		t.Fatalf("%d Events, want one per name: %v", len(events), events)
 	}
 	byAction := map[string]eventsv1.Event{}

@@ -2,7 +2,6 @@ package clusterview
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -47,7 +46,7 @@ func peakPod(p int) *corev1.Pod {
 	pod.UID = types.UID(fmt.Sprintf("uid-%d", p))
 	pod.ResourceVersion = standInVersion
 	pod.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubelet", Operation: metav1.ManagedFieldsOperationUpdate,
-		FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: bytes.Repeat([]byte(`{"f:status":{}}`), 150)}}}
+		FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(strings.Repeat(`{"f:status":{}}`, 150))}}
 	return pod
 }
 
