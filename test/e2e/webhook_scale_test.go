@@ -3,9 +3,7 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -200,34 +198,15 @@ func benchCreations(t *testing.T, cs kubernetes.Interface) (with, without []time
 // webhookRequests counts the requests the audit log holds from since, by verb and resource.
 func webhookRequests(t *testing.T, path string, since time.Time) map[string]int {
 	t.Helper()
-	f, err := os.Open(path)
+	reqs, err := scale.AuditLog{Path: path}.Since(0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
 	out := map[string]int{}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		var e struct {
-			Stage          string    `json:"stage"`
-			Verb           string    `json:"verb"`
-			StageTimestamp time.Time `json:"stageTimestamp"`
-			ObjectRef      struct {
-				Resource string `json:"resource"`
-			} `json:"objectRef"`
+	for _, r := range reqs {
+		if !r.Start.Before(since) || r.End.After(since) {
+			out[r.Verb+" "+r.Resource]++
 		}
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
-		if e.Stage == "ResponseComplete" || e.Stage == "ResponseStarted" && e.Verb == "watch" {
-			if !e.StageTimestamp.Before(since) {
-				out[e.Verb+" "+e.ObjectRef.Resource]++
-			}
-		}
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
 	}
 	return out
 }

@@ -17,10 +17,12 @@ import (
 
 	"github.com/miekg/dns"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/nsguard/nsguard/test/e2e/coredns"
 	"github.com/nsguard/nsguard/test/e2e/resolvers"
+	"github.com/nsguard/nsguard/test/e2e/scale"
 )
 
 // The node-local cache, deployed as NodeLocal DNSCache is, on this node's link-local address;
@@ -72,24 +74,23 @@ patches:
 
 	// The API server's audit log: the node-local cache's Pod list and watch carry the field
 	// selector of this node, and no request of it asks for every Pod.
-	b, err := os.ReadFile(env.node.AuditLog)
+	reqs, err := scale.AuditLog{Path: env.node.AuditLog}.Since(0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	const user = `"username":"system:serviceaccount:kube-system:node-local-dns"`
 	selected, all := 0, 0
-	for _, l := range strings.Split(string(b), "\n") {
-		if !strings.Contains(l, user) || !strings.Contains(l, `"resource":"pods"`) {
+	for _, r := range reqs {
+		if r.User != "system:serviceaccount:kube-system:node-local-dns" || r.Resource != "pods" {
 			continue
 		}
-		if strings.Contains(l, "fieldSelector=spec.nodeName%3D"+NodeName) {
+		if node, _ := nodeOf(r.FieldSelector()); node == NodeName {
 			if selected == 0 {
-				t.Logf("audit log:\n%s", l)
+				t.Logf("audit log: %s %s", r.Verb, r.URI)
 			}
 			selected++
 		} else {
 			all++
-			t.Errorf("a Pod request of the node-local cache without the node's field selector:\n%s", l)
+			t.Errorf("a Pod request of the node-local cache without the node's field selector: %s %s", r.Verb, r.URI)
 		}
 	}
 	if selected == 0 {
@@ -137,6 +138,15 @@ func setNodeLocalMode(t *testing.T, mode string, allow ...string) {
 	}
 	took := waitReloaded(t, "k8s-app=node-local-dns", before, 3*time.Minute)
 	t.Logf("the node-local cache runs mode %s, %s after the ConfigMap changed", mode, took.Round(time.Second))
+}
+
+// nodeOf is the node a field selector asks for, as spec.nodeName=NODE.
+func nodeOf(selector string) (string, bool) {
+	sel, err := fields.ParseSelector(selector)
+	if err != nil {
+		return "", false
+	}
+	return sel.RequiresExactMatch("spec.nodeName")
 }
 
 func waitNodeLocalLog(t *testing.T, pattern string, timeout time.Duration) string {

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"time"
 
+	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
+
 	"github.com/nsguard/nsguard/test/e2e/cluster"
 )
 
@@ -79,8 +81,9 @@ type Request struct {
 	ID        string
 	Agent     string // the user agent's product: "coredns", "coredns-nsguard", ...
 	UserAgent string // whole
+	User      string // the authenticated user's name
 	Verb      string // list or watch
-	Resource  string // pods, services, endpointslices, namespaces, ...
+	Resource  string // pods, services, endpointslices, namespaces, ...; none for a non-resource URL
 	URI       string
 	Started   bool      // a ResponseStarted stage was seen (watches)
 	Completed bool      // a ResponseComplete stage was seen
@@ -94,6 +97,9 @@ func (r Request) SendsInitialEvents() bool { return r.query().Get("sendInitialEv
 
 // ResourceVersion is the request's resourceVersion parameter.
 func (r Request) ResourceVersion() string { return r.query().Get("resourceVersion") }
+
+// FieldSelector is the request's fieldSelector parameter.
+func (r Request) FieldSelector() string { return r.query().Get("fieldSelector") }
 
 // FullState reports whether the request starts a transfer of the whole collection: a LIST
 // (its first page), or a WATCH with sendInitialEvents. After an API server restart, it is
@@ -144,23 +150,9 @@ func (a AuditLog) Offset() (int64, error) {
 	return st.Size(), nil
 }
 
-type auditEvent struct {
-	AuditID    string `json:"auditID"`
-	Stage      string `json:"stage"`
-	RequestURI string `json:"requestURI"`
-	Verb       string `json:"verb"`
-	UserAgent  string `json:"userAgent"`
-	ObjectRef  *struct {
-		Resource string `json:"resource"`
-	} `json:"objectRef"`
-	ResponseStatus *struct {
-		Code int `json:"code"`
-	} `json:"responseStatus"`
-	StageTimestamp time.Time `json:"stageTimestamp"`
-}
-
 // Since returns the requests logged from offset on, in the order they were first logged,
-// leaving out this package's own and the API server's.
+// leaving out this package's own and the API server's. Which requests the log holds is its
+// policy's choice.
 func (a AuditLog) Since(offset int64) ([]Request, error) {
 	f, err := os.Open(a.Path)
 	if err != nil {
@@ -175,27 +167,31 @@ func (a AuditLog) Since(offset int64) ([]Request, error) {
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	for sc.Scan() {
-		var e auditEvent
+		var e auditv1.Event
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
 			continue // a line cut by a concurrent write
 		}
 		agent := Agent(e.UserAgent)
-		if agent == UserAgent || agent == "kube-apiserver" || e.ObjectRef == nil {
+		if agent == UserAgent || agent == "kube-apiserver" {
 			continue
 		}
-		r, ok := byID[e.AuditID]
+		id := string(e.AuditID)
+		r, ok := byID[id]
 		if !ok {
-			r = &Request{ID: e.AuditID, Agent: agent, UserAgent: e.UserAgent, Verb: e.Verb, Resource: e.ObjectRef.Resource, URI: e.RequestURI, Start: e.StageTimestamp}
-			byID[e.AuditID] = r
-			order = append(order, e.AuditID)
+			r = &Request{ID: id, Agent: agent, UserAgent: e.UserAgent, User: e.User.Username, Verb: e.Verb, URI: e.RequestURI, Start: e.StageTimestamp.Time}
+			if e.ObjectRef != nil {
+				r.Resource = e.ObjectRef.Resource
+			}
+			byID[id] = r
+			order = append(order, id)
 		}
 		switch e.Stage {
-		case "ResponseStarted":
+		case auditv1.StageResponseStarted:
 			r.Started = true
-		case "ResponseComplete", "Panic":
-			r.Completed, r.End = true, e.StageTimestamp
+		case auditv1.StageResponseComplete, auditv1.StagePanic:
+			r.Completed, r.End = true, e.StageTimestamp.Time
 			if e.ResponseStatus != nil {
-				r.Code = e.ResponseStatus.Code
+				r.Code = int(e.ResponseStatus.Code)
 			}
 		}
 	}

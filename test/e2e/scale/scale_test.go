@@ -76,8 +76,8 @@ func TestAuditLog(t *testing.T) {
 	lines := []string{
 		`{"auditID":"a","stage":"ResponseStarted","verb":"watch","userAgent":"coredns/1.15.0 (linux/amd64)","objectRef":{"resource":"services"},"requestURI":"/api/v1/services?resourceVersion=5&watch=true","stageTimestamp":"2026-01-01T00:00:00.000000Z"}`,
 		`{"auditID":"a","stage":"ResponseComplete","verb":"watch","userAgent":"coredns/1.15.0 (linux/amd64)","objectRef":{"resource":"services"},"requestURI":"/api/v1/services?resourceVersion=5&watch=true","responseStatus":{"code":200},"stageTimestamp":"2026-01-01T00:00:00.004000Z"}`,
-		`{"auditID":"b","stage":"ResponseStarted","verb":"watch","userAgent":"coredns/1.15.0 (linux/amd64)","objectRef":{"resource":"services"},"requestURI":"/api/v1/services?resourceVersion=5&resourceVersionMatch=NotOlderThan&sendInitialEvents=true&watch=true","stageTimestamp":"2026-01-01T00:00:01Z"}`,
-		`{"auditID":"c","stage":"ResponseStarted","verb":"watch","userAgent":"coredns-nsguard","objectRef":{"resource":"pods"},"requestURI":"/api/v1/pods?watch=true&resourceVersion=7","stageTimestamp":"2026-01-01T00:00:01Z"}`,
+		`{"auditID":"b","stage":"ResponseStarted","verb":"watch","userAgent":"coredns/1.15.0 (linux/amd64)","objectRef":{"resource":"services"},"requestURI":"/api/v1/services?resourceVersion=5&resourceVersionMatch=NotOlderThan&sendInitialEvents=true&watch=true","stageTimestamp":"2026-01-01T00:00:01.000000Z"}`,
+		`{"auditID":"c","stage":"ResponseStarted","verb":"watch","userAgent":"coredns-nsguard","objectRef":{"resource":"pods"},"requestURI":"/api/v1/pods?watch=true&resourceVersion=7","stageTimestamp":"2026-01-01T00:00:01.000000Z"}`,
 		`{"auditID":"d","stage":"ResponseComplete","verb":"list","userAgent":"` + UserAgent + `","objectRef":{"resource":"pods"},"requestURI":"/api/v1/pods"}`,
 		`{"auditID":"e","stage":"ResponseComplete","verb":"list","userAgent":"coredns-nsguard","objectRef":{"resource":"pods"},"requestURI":"/api/v1/pods?limit=500&continue=xyz"}`,
 		`{"auditID":"f","stage":"ResponseComplete","verb":"list","userAgent":"coredns-nsguard","objectRef":{"resource":"services"},"requestURI":"/api/v1/services?limit=1"}`,
