@@ -106,11 +106,7 @@ func TestViewThroughJSONProxy(t *testing.T) {
 func TestViewWithoutStreamedLists(t *testing.T) {
 	ctx := t.Context()
 	dir := t.TempDir()
-	auditLog := filepath.Join(dir, "audit.log")
-	opts, err := scale.ControlPlaneOptions(dir, auditLog)
-	if err != nil {
-		t.Fatal(err)
-	}
+	opts := scale.ControlPlaneOptions()
 	opts.APIServerArgs = append(opts.APIServerArgs, "--feature-gates=WatchList=false")
 	cp, err := cluster.StartWithOptions(ctx, env.binDir, filepath.Join(dir, "cluster"), opts)
 	if err != nil {
@@ -121,7 +117,7 @@ func TestViewWithoutStreamedLists(t *testing.T) {
 	if err := cluster.ApplyIncident(ctx, cs, clientPodIP); err != nil {
 		t.Fatal(err)
 	}
-	audit := scale.AuditLog{Path: auditLog}
+	audit := scale.AuditLog{Path: cp.AuditLog()}
 
 	p := startDNSOn(t, cp, "127.53.7.2", coredns.Config{NSGuard: "nsguard {\n        kubeconfig " + cp.Kubeconfig + "\n        log_interval 100ms\n    }"})
 	p.waitSynced(t)

@@ -54,12 +54,10 @@ func TestWebhookAtScale(t *testing.T) {
 	t.Cleanup(func() { t.Logf("whole test: %v", time.Since(began).Round(time.Second)) })
 	ctx := t.Context()
 	dir := t.TempDir()
-	policy, auditLog := filepath.Join(dir, "audit-policy.yaml"), filepath.Join(dir, "audit.log")
-	writeFile(t, policy, webhookAuditPolicy)
 	cp, err := cluster.StartWithOptions(ctx, env.binDir, filepath.Join(dir, "cluster"), cluster.Options{
-		EtcdArgs:      []string{fmt.Sprintf("--quota-backend-bytes=%d", int64(scale.EtcdQuota))},
-		APIServerArgs: []string{"--audit-policy-file=" + policy, "--audit-log-path=" + auditLog, "--audit-log-format=json", "--audit-log-mode=blocking"},
-		ReadyTimeout:  5 * time.Minute,
+		EtcdArgs:     []string{fmt.Sprintf("--quota-backend-bytes=%d", int64(scale.EtcdQuota))},
+		AuditPolicy:  webhookAuditPolicy,
+		ReadyTimeout: 5 * time.Minute,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -152,7 +150,7 @@ func TestWebhookAtScale(t *testing.T) {
 		t.Errorf("peak %.1f MiB is over 80%% of the Deployment's memory limit %.0f MiB", mib(peak), mib(uint64(limit)))
 	}
 	// Answered from memory: the webhook's requests while it reviewed were its watches alone.
-	asked := webhookRequests(t, auditLog, start)
+	asked := webhookRequests(t, cp.AuditLog(), start)
 	t.Logf("the webhook's requests to the API server from its start, by verb and resource: %v", asked)
 	for k := range asked {
 		if verb, _, _ := strings.Cut(k, " "); verb != "list" && verb != "watch" {

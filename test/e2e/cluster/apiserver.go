@@ -29,8 +29,21 @@ func (cp *ControlPlane) apiserverArgs() []string {
 			"--disable-admission-plugins=ServiceAccount", // no controller creates default ServiceAccounts
 		)
 	}
+	if cp.opts.AuditPolicy != "" {
+		args = append(args,
+			"--audit-policy-file="+filepath.Join(d, "audit-policy.yaml"),
+			"--audit-log-path="+cp.AuditLog(),
+			"--audit-log-format=json",
+			"--audit-log-mode=blocking",
+			"--audit-log-maxsize=1000000", // MB
+			"--audit-log-maxbackup=0",
+		)
+	}
 	return append(args, cp.opts.APIServerArgs...) // later flags win
 }
+
+// AuditLog is kube-apiserver's audit log, with Options.AuditPolicy.
+func (cp *ControlPlane) AuditLog() string { return filepath.Join(cp.workDir, "audit.log") }
 
 // startAPIServer starts kube-apiserver and waits for /readyz.
 func (cp *ControlPlane) startAPIServer(ctx context.Context) (*process, error) {

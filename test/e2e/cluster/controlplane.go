@@ -79,6 +79,11 @@ func StartWithOptions(ctx context.Context, binDir, workDir string, opts Options)
 		etcdPort: ports[0], apiPort: ports[2],
 		opts: opts,
 	}
+	if opts.AuditPolicy != "" {
+		if err := os.WriteFile(filepath.Join(workDir, "audit-policy.yaml"), []byte(opts.AuditPolicy), 0o644); err != nil {
+			return nil, err
+		}
+	}
 	if cp.Token, err = writeSecrets(workDir); err != nil {
 		return nil, err
 	}

@@ -8,7 +8,11 @@ import (
 // Options are extra flags for a control plane, after the suite's own: a later flag wins.
 type Options struct {
 	EtcdArgs      []string // e.g. --quota-backend-bytes for a cluster of thousands of Pods
-	APIServerArgs []string // e.g. --audit-policy-file and --audit-log-path; kept across RestartAPIServer
+	APIServerArgs []string // kept across RestartAPIServer
+	// AuditPolicy, an audit.k8s.io/v1 Policy, has kube-apiserver log what it selects to
+	// AuditLog(), as JSON, written before each response and never rotated, so that a count
+	// right after a request holds it and byte offsets stay good across restarts.
+	AuditPolicy string
 	// ReadyTimeout bounds the wait for the API server's /readyz at each start; 0: 60 s. Over
 	// tens of thousands of Pods its informers take longer to sync than that on 2 cores.
 	ReadyTimeout time.Duration

@@ -145,11 +145,6 @@ func Start(ctx context.Context, opts Options) (_ *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
-	policy := filepath.Join(opts.Dir, "audit-policy.yaml")
-	if err := os.WriteFile(policy, []byte(auditPolicy), 0o644); err != nil {
-		return nil, err
-	}
-	n.AuditLog = filepath.Join(opts.Dir, "audit.log")
 	cp, err := cluster.StartWithOptions(ctx, opts.BinDir, filepath.Join(opts.Dir, "cluster"), cluster.Options{
 		Address:     n.IP,
 		Controllers: true,
@@ -158,9 +153,8 @@ func Start(ctx context.Context, opts Options) (_ *Node, err error) {
 			"--kubelet-client-certificate=" + clientCert,
 			"--kubelet-client-key=" + clientKey,
 			"--kubelet-preferred-address-types=InternalIP", // not the node's name, which no DNS knows
-			"--audit-policy-file=" + policy,
-			"--audit-log-path=" + n.AuditLog,
 		},
+		AuditPolicy:    auditPolicy,
 		ControllerArgs: []string{"--cluster-cidr=" + PodCIDR.String(), "--service-cluster-ip-range=" + ServiceCIDR.String()},
 	})
 	n.mu.Lock()
@@ -169,6 +163,7 @@ func Start(ctx context.Context, opts Options) (_ *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
+	n.AuditLog = cp.AuditLog()
 
 	opts.Logf("kubelet and kube-proxy")
 	ports, err := loopback.FreePorts(4)

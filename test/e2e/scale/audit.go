@@ -9,7 +9,6 @@ import (
 	"maps"
 	"net/url"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -36,44 +35,23 @@ rules:
 // (created, then its status) at about 9 KB, and etcd's default 2 GiB is too tight for that.
 const EtcdQuota = 8 << 30
 
-// ControlPlaneOptions are the flags StartControlPlane adds: etcd's quota, and the audit log
-// at auditLog with its policy written into dir.
-func ControlPlaneOptions(dir, auditLog string) (cluster.Options, error) {
-	policy := filepath.Join(dir, "audit-policy.yaml")
-	if err := os.WriteFile(policy, []byte(auditPolicy), 0o644); err != nil {
-		return cluster.Options{}, err
-	}
+// ControlPlaneOptions are what StartControlPlane adds: etcd's quota, and the audit log.
+func ControlPlaneOptions() cluster.Options {
 	return cluster.Options{
-		EtcdArgs: []string{fmt.Sprintf("--quota-backend-bytes=%d", int64(EtcdQuota))},
-		APIServerArgs: []string{
-			"--audit-policy-file=" + policy,
-			"--audit-log-path=" + auditLog,
-			"--audit-log-format=json",
-			"--audit-log-mode=blocking",   // written before the response: a count right after a request holds it
-			"--audit-log-maxsize=1000000", // MB: never rotated, so offsets into it stay good across restarts
-			"--audit-log-maxbackup=0",
-		},
+		EtcdArgs:     []string{fmt.Sprintf("--quota-backend-bytes=%d", int64(EtcdQuota))},
+		AuditPolicy:  auditPolicy,
 		ReadyTimeout: 10 * time.Minute,
-	}, nil
+	}
 }
 
 // StartControlPlane starts a control plane in dir for the scale cluster: etcd with EtcdQuota,
 // and the API server with its audit log, whose path it returns. Stop it as any other.
 func StartControlPlane(ctx context.Context, binDir, dir string) (*cluster.ControlPlane, string, error) {
-	dir, err := filepath.Abs(dir)
+	cp, err := cluster.StartWithOptions(ctx, binDir, dir, ControlPlaneOptions())
 	if err != nil {
 		return nil, "", err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, "", err
-	}
-	audit := filepath.Join(dir, "audit.log")
-	opts, err := ControlPlaneOptions(dir, audit)
-	if err != nil {
-		return nil, "", err
-	}
-	cp, err := cluster.StartWithOptions(ctx, binDir, dir, opts)
-	return cp, audit, err
+	return cp, cp.AuditLog(), nil
 }
 
 // Request is one LIST or WATCH the API server served, from its audit log.
