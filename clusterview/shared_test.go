@@ -14,6 +14,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discovery "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
@@ -199,35 +200,39 @@ type syncLater struct {
 
 func (c *syncLater) HasSynced() bool { return c.synced.Load() }
 
-// TestPodsWaitForTheKubernetesPlugin: nsguard asks for Pods only once the kubernetes
-// plugin's caches have synced, so the two initial lists never decode at once.
-func TestPodsWaitForTheKubernetesPlugin(t *testing.T) {
-	cs := fake.NewClientset(fixture.Incident()...)
-	var podRequests atomic.Int32
-	cs.PrependReactor("*", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
-		podRequests.Add(1)
-		return false, nil, nil
-	})
-	cs.PrependWatchReactor("pods", func(k8stesting.Action) (bool, watch.Interface, error) {
-		podRequests.Add(1)
-		return false, nil, nil
-	})
-	ctl := &syncLater{controller: newController(t, fixture.Incident()...)}
-	v := New(Config{Client: cs, Clients: true})
-	r := v.Start(ctl)
-	defer r.Stop()
-
-	time.Sleep(500 * time.Millisecond)
-	if n := podRequests.Load(); n != 0 {
-		t.Fatalf("%d Pod requests before the kubernetes plugin's caches synced, want 0", n)
-	}
-	ctl.synced.Store(true)
-	fixture.Eventually(t, v.Synced)
-	if podRequests.Load() == 0 {
-		t.Error("view synced without asking for Pods")
-	}
-	if pod := v.Pod(netip.MustParseAddr("10.244.1.5")); pod != "new-namespace-1/client" {
-		t.Errorf("Pod(10.244.1.5) = %q after sync, want new-namespace-1/client", pod)
+// TestPodsBeforeTheKubernetesPlugin: Start returns once nsguard's Pods have synced, before the
+// kubernetes plugin starts its caches, so the two initial lists never decode at once; a Pod
+// list the API server refuses ends that wait at once.
+func TestPodsBeforeTheKubernetesPlugin(t *testing.T) {
+	for _, refuse := range []bool{false, true} {
+		cs := fake.NewClientset(fixture.Incident()...)
+		if refuse {
+			forbidden := apierrors.NewForbidden(corev1.Resource("pods"), "", errors.New("RBAC"))
+			cs.PrependReactor("list", "pods", func(k8stesting.Action) (bool, runtime.Object, error) { return true, nil, forbidden })
+			cs.PrependWatchReactor("pods", func(k8stesting.Action) (bool, watch.Interface, error) { return true, nil, forbidden })
+		}
+		ctl := &syncLater{controller: newController(t, fixture.Incident()...)}
+		v := New(Config{Client: cs, Clients: true})
+		began := time.Now()
+		r := v.Start(ctl)
+		took := time.Since(began)
+		if took > SyncWait/2 {
+			t.Errorf("refuse %v: Start took %v", refuse, took)
+		}
+		if got := v.pods.synced.Load(); got == refuse {
+			t.Errorf("refuse %v: Pods synced %v when Start returned", refuse, got)
+		}
+		if v.Synced() {
+			t.Errorf("refuse %v: synced before the kubernetes plugin's caches", refuse)
+		}
+		if !refuse {
+			ctl.synced.Store(true)
+			fixture.Eventually(t, v.Synced)
+			if pod := v.Pod(netip.MustParseAddr("10.244.1.5")); pod != "new-namespace-1/client" {
+				t.Errorf("Pod(10.244.1.5) = %q after sync, want new-namespace-1/client", pod)
+			}
+		}
+		r.Stop()
 	}
 }
 

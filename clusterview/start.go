@@ -50,9 +50,9 @@ type Run struct {
 
 // Start reads Services, endpoints and Namespaces from ctl, the kubernetes plugin's caches,
 // when it is not nil, and otherwise from informers of the view's own; Pods always from a
-// watch of its own, started once those caches have synced. With informers of its own it
-// waits up to SyncWait for them; it never fails: DNS keeps answering with the core checks
-// until the view is ready.
+// watch of its own. With the kubernetes plugin it waits up to SyncWait for the Pods, and
+// otherwise up to SyncWait for everything; it never fails: DNS keeps answering with the core
+// checks until the view is ready.
 func (v *View) Start(ctl Controller) *Run {
 	ctx, cancel := context.WithCancel(context.Background())
 	if v.cfg.Logger != nil {
@@ -70,11 +70,7 @@ func (v *View) Start(ctl Controller) *Run {
 		v.services = o
 	}
 	if v.pods != nil {
-		after := func() bool { return true }
-		if ctl != nil {
-			after = ctl.HasSynced
-		}
-		v.watchPods(ctx, r, after, v.relistHold)
+		v.watchPods(ctx, r, v.relistHold)
 	}
 
 	synced := make(chan struct{})
@@ -90,8 +86,13 @@ func (v *View) Start(ctl Controller) *Run {
 		v.probe(ctx)
 	}()
 	if ctl != nil {
-		// The kubernetes plugin starts its caches after nsguard's start-up has run, and the
-		// Pods follow them: there is nothing to wait for here.
+		// The kubernetes plugin starts its caches once nsguard's start-up has returned. The
+		// Pods go first, while the heap is small: decoded after the plugin's lists, they would
+		// climb to the heap goal those lists set, before a collection, and CoreDNS's peak with
+		// it. An answer that fails (stale) ends the wait at once, as SyncWait bounds it.
+		if v.pods != nil {
+			poll(ctx, func() bool { return v.pods.synced.Load() || v.stale.Load() }, time.After(SyncWait))
+		}
 		return r
 	}
 	select {
@@ -219,10 +220,6 @@ func (v *View) handle(inf cache.SharedIndexInformer, set func(obj any, present b
 	return reg.HasSynced
 }
 
-// PodsAfter bounds how long the Pod watch waits for the kubernetes plugin's caches: a plugin
-// that cannot sync must not keep clients unnamed for ever.
-const PodsAfter = time.Minute
-
 // PodsRelistAfter is how long, at least, a relist of Pods waits beside the kubernetes
 // plugin; at most twice that. After an API server restart every reflector of CoreDNS
 // relists at once: the plugin's lists are what DNS answers from, so they go first, and the
@@ -232,23 +229,14 @@ const PodsRelistAfter = 30 * time.Second
 
 // watchPods runs a reflector straight into the Pod store, with the API server's streamed
 // list where it serves one: no full Pod is held past its decoding, and no list of them all.
-// It starts once ready() holds, or after PodsAfter. With the kubernetes plugin, ready is its
-// caches' sync: decoding 9 KB Pods while the plugin decodes its own lists would put both
-// streams' garbage on top of each other, and CoreDNS's peak memory with it. For the same
-// reason a relist waits hold, and up to as long again, when hold is not 0.
-func (v *View) watchPods(ctx context.Context, r *Run, ready func() bool, hold time.Duration) {
+// A relist waits hold, and up to as long again, when hold is not 0 (holdRelist).
+func (v *View) watchPods(ctx context.Context, r *Run, hold time.Duration) {
 	lw, expected := v.podListWatch(hold)
 	logger := klog.FromContext(ctx)
 	refl := cache.NewReflectorWithOptions(lw, expected, v.pods, cache.ReflectorOptions{Name: "nsguard Pods", Logger: &logger})
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
-		if !poll(ctx, ready, time.After(PodsAfter)) {
-			return
-		}
-		if !ready() {
-			warnf(slog.String("after", PodsAfter.String()), "the kubernetes plugin's caches have not synced; watching Pods anyway", "the kubernetes plugin's caches have not synced after %s; watching Pods anyway", PodsAfter)
-		}
 		refl.RunWithContext(ctx)
 	}()
 }
