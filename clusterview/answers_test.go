@@ -270,6 +270,7 @@ func watchStandIn(t *testing.T, s *apiServer, hold time.Duration) (*View, *stale
 	var st staleness
 	v := New(Config{Client: cs, REST: cfg, Clients: true, OnStale: st.record})
 	v.relistHold = hold
+	v.gcCycles = func() uint64 { return uint64(time.Now().UnixNano()) } // a collection always under way
 	r := v.Start(newController(t))
 	t.Cleanup(r.Stop)
 	return v, &st

@@ -2,6 +2,8 @@ package clusterview
 
 import (
 	"context"
+	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,6 +30,40 @@ func TestIsRelist(t *testing.T) {
 		if got := isRelist(tc.synced, tc.isList, tc.opts); got != tc.want {
 			t.Errorf("%s: isRelist = %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// A held relist waits for a collection that begins after its hold: one that ends within the
+// first second may have begun before, and does not count; none at all, and it goes on after
+// CollectionWait.
+func TestHoldRelistWaitsForACollection(t *testing.T) {
+	var cycles atomic.Uint64
+	v := &View{pods: newPodStore(false), gcCycles: cycles.Load}
+	v.pods.synced.Store(true)
+	done := make(chan error, 1)
+	go func() { done <- v.holdRelist(context.Background(), true, metav1.ListOptions{}, time.Millisecond) }()
+	time.Sleep(300 * time.Millisecond)
+	cycles.Add(1) // ends in the first second
+	select {
+	case <-done:
+		t.Fatal("relisted after a collection that may have begun before the hold ended")
+	case <-time.After(1200 * time.Millisecond):
+	}
+	cycles.Add(1)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("still holding after a collection")
+	}
+
+	// gcCycles reads the runtime's own count.
+	before := gcCycles()
+	runtime.GC()
+	if after := gcCycles(); after <= before {
+		t.Errorf("gcCycles %d after a collection, %d before", after, before)
 	}
 }
 

@@ -44,6 +44,7 @@ type View struct {
 	cfg        Config
 	probeEvery time.Duration
 	relistHold time.Duration // how long the kubernetes plugin's relists are given; 0 without it
+	gcCycles   func() uint64 // the runtime's completed collections, for holdRelist
 	run        *Run          // set by Start
 }
 
@@ -65,7 +66,7 @@ type services interface {
 
 // New returns a view that reads nothing until Start.
 func New(cfg Config) *View {
-	v := &View{cfg: cfg, probeEvery: ProbeEvery, relistHold: PodsRelistAfter}
+	v := &View{cfg: cfg, probeEvery: ProbeEvery, relistHold: PodsRelistAfter, gcCycles: gcCycles}
 	if cfg.Clients {
 		v.pods = newPodStore(cfg.UIDs)
 	}
