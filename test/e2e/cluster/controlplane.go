@@ -129,11 +129,14 @@ func (cp *ControlPlane) WorkDir() string { return cp.workDir }
 
 // StopAPIServer stops kube-apiserver (SIGTERM, then SIGKILL after a grace
 // period) and leaves etcd running. Safe to call when it is already stopped.
-func (cp *ControlPlane) StopAPIServer() {
+func (cp *ControlPlane) StopAPIServer() { cp.stopComponent(&cp.api) }
+
+// stopComponent stops *p, if it runs, and forgets it.
+func (cp *ControlPlane) stopComponent(p **process) {
 	cp.mu.Lock()
 	defer cp.mu.Unlock()
-	cp.api.stop(apiserverGrace)
-	cp.api = nil
+	(*p).stop(apiserverGrace)
+	*p = nil
 }
 
 // RestartAPIServer starts kube-apiserver again on the same port and etcd,
@@ -161,12 +164,7 @@ func (cp *ControlPlane) RestartAPIServer(ctx context.Context) error {
 // heartbeat it saw before it, marks the node and every Pod on it NotReady the moment it can
 // write again, and, its informers in client-go's back-off, keeps them so for up to a minute:
 // every Service of the node loses its endpoints.
-func (cp *ControlPlane) StopControllerManager() {
-	cp.mu.Lock()
-	defer cp.mu.Unlock()
-	cp.controllers.stop(apiserverGrace)
-	cp.controllers = nil
-}
+func (cp *ControlPlane) StopControllerManager() { cp.stopComponent(&cp.controllers) }
 
 // StartControllerManager: see StopControllerManager.
 func (cp *ControlPlane) StartControllerManager(ctx context.Context) error {
