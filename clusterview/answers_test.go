@@ -259,7 +259,7 @@ func (s *staleness) get() []bool {
 }
 
 // watchStandIn starts a view that reads Pods from s, beside a kubernetes plugin that holds no
-// Service, with relists held for hold.
+// Service, with relists held for hold, and for as long again after the collection.
 func watchStandIn(t *testing.T, s *apiServer, hold time.Duration) (*View, *staleness) {
 	t.Helper()
 	cfg := &rest.Config{Host: s.url}
@@ -269,7 +269,7 @@ func watchStandIn(t *testing.T, s *apiServer, hold time.Duration) (*View, *stale
 	}
 	var st staleness
 	v := New(Config{Client: cs, REST: cfg, Clients: true, OnStale: st.record})
-	v.relistHold = hold
+	v.relistHold, v.sweepWait = hold, hold
 	v.gcCycles = func() uint64 { return uint64(time.Now().UnixNano()) } // a collection always under way
 	r := v.Start(newController(t))
 	t.Cleanup(r.Stop)

@@ -35,10 +35,11 @@ func TestIsRelist(t *testing.T) {
 
 // A held relist waits for a collection that begins after its hold: one that ends within the
 // first second may have begun before, and does not count; none at all, and it goes on after
-// CollectionWait.
+// CollectionWait; then it waits SweepWait before it lists.
 func TestHoldRelistWaitsForACollection(t *testing.T) {
 	var cycles atomic.Uint64
-	v := &View{pods: newPodStore(false), gcCycles: cycles.Load}
+	const sweep = 500 * time.Millisecond
+	v := &View{pods: newPodStore(false), gcCycles: cycles.Load, sweepWait: sweep}
 	v.pods.synced.Store(true)
 	done := make(chan error, 1)
 	go func() { done <- v.holdRelist(context.Background(), true, metav1.ListOptions{}, time.Millisecond) }()
@@ -50,10 +51,14 @@ func TestHoldRelistWaitsForACollection(t *testing.T) {
 	case <-time.After(1200 * time.Millisecond):
 	}
 	cycles.Add(1)
+	collected := time.Now()
 	select {
 	case err := <-done:
 		if err != nil {
 			t.Fatal(err)
+		}
+		if waited := time.Since(collected); waited < sweep {
+			t.Errorf("relisted %v after the collection, before the sweep's %v", waited, sweep)
 		}
 	case <-time.After(2 * time.Second):
 		t.Fatal("still holding after a collection")

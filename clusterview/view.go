@@ -45,6 +45,7 @@ type View struct {
 	probeEvery time.Duration
 	relistHold time.Duration // how long the kubernetes plugin's relists are given; 0 without it
 	gcCycles   func() uint64 // the runtime's completed collections, for holdRelist
+	sweepWait  time.Duration // after that collection (SweepWait)
 	run        *Run          // set by Start
 }
 
@@ -66,7 +67,7 @@ type services interface {
 
 // New returns a view that reads nothing until Start.
 func New(cfg Config) *View {
-	v := &View{cfg: cfg, probeEvery: ProbeEvery, relistHold: PodsRelistAfter, gcCycles: gcCycles}
+	v := &View{cfg: cfg, probeEvery: ProbeEvery, relistHold: PodsRelistAfter, gcCycles: gcCycles, sweepWait: SweepWait}
 	if cfg.Clients {
 		v.pods = newPodStore(cfg.UIDs)
 	}

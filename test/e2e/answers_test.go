@@ -181,7 +181,7 @@ func TestViewWithoutStreamedLists(t *testing.T) {
 		}
 		return false, nil
 	}
-	if err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Until(back.Add(2*clusterview.PodsRelistAfter+clusterview.CollectionWait+30*time.Second)), true, relisted); err != nil {
+	if err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Until(back.Add(2*clusterview.PodsRelistAfter+clusterview.CollectionWait+clusterview.SweepWait+30*time.Second)), true, relisted); err != nil {
 		close(stop)
 		wg.Wait()
 		t.Fatalf("nsguard did not list Pods again within %v of the API server's return", time.Since(back).Round(time.Second))
