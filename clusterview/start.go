@@ -280,12 +280,8 @@ func (v *View) holdRelist(ctx context.Context, isList bool, opts metav1.ListOpti
 	}
 	d := hold + rand.N(hold)
 	log.Infof("relisting Pods in %s, after the kubernetes plugin's own lists and the collection that follows them; until then clients are named from the Pods last seen", d.Round(time.Second))
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
+	if err := sleep(ctx, d); err != nil {
+		return err
 	}
 	// A collection that began after this point: one that ends within the first second (a
 	// cycle's marking takes well under that) may have begun before it.
@@ -299,10 +295,17 @@ func (v *View) holdRelist(ctx context.Context, isList bool, opts metav1.ListOpti
 	}, time.After(CollectionWait)) {
 		return ctx.Err()
 	}
+	return sleep(ctx, v.sweepWait)
+}
+
+// sleep waits d, and returns ctx's error if ctx ends first.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-time.After(v.sweepWait):
+	case <-t.C:
+		return nil
 	}
-	return nil
 }
